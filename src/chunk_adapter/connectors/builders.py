@@ -1,0 +1,116 @@
+"""A ``build_payload`` for tests: records, holds at gates, and fails on request.
+
+``GatedBuilder(fn)`` behaves like *fn* (default: return the snapshot) and can
+
+* hold a chosen build at a :class:`~chunk_adapter.connectors.gates.Gate`
+  (``hold``) — the contract's Example 3 blocks the build of ``"p0"`` this way;
+* raise :class:`~chunk_adapter.errors.InjectedFault` for chosen builds
+  (``fail``);
+* record every call as a :class:`~chunk_adapter.history.BuildCall` in a shared
+  :class:`~chunk_adapter.history.History`.
+
+Holding happens before failing, and both before *fn* runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InjectedFault
+from ..history import BuildCall, History
+from .gates import Gate, GateSet
+
+__all__ = ["BuildFn", "GatedBuilder", "identity_build"]
+
+BuildFn = Callable[[str, Any, bool], Any]
+BuildMatch = Callable[[str, Any, bool], bool]
+
+
+def identity_build(request_id: str, snapshot: Any, is_final: bool) -> Any:
+    """The contract's default ``build_payload``: the snapshot, unchanged."""
+    return snapshot
+
+
+def _build_match(request_id: str | None, predicate: BuildMatch | None) -> BuildMatch:
+    if request_id is not None and predicate is not None:
+        raise ValueError("pass request_id= or predicate=, not both")
+
+    def match(rid: str, snapshot: Any, is_final: bool) -> bool:
+        if request_id is not None:
+            return rid == request_id
+        return predicate(rid, snapshot, is_final) if predicate is not None else True
+
+    return match
+
+
+class GatedBuilder:
+    """A callable ``build_payload(request_id, snapshot, is_final)`` with gates and faults."""
+
+    def __init__(self, fn: BuildFn = identity_build, history: History | None = None) -> None:
+        self.fn = fn
+        self.history = history
+        self.gates = GateSet()
+        # Guards _failures (scripted build failures) and calls; never held while
+        # building; nobody waits on it.
+        self._lock = threading.Lock()
+        self._failures: list[list[Any]] = []  # [match, remaining]
+        self.calls = 0
+
+    def hold(
+        self, request_id: str | None = None, *, predicate: BuildMatch | None = None, count: int = 1
+    ) -> Gate:
+        """Hold the next *count* builds of *request_id* (or matching *predicate*)."""
+        return self.gates.arm(
+            "build", _build_match(request_id, predicate), f"request_id={request_id!r}", count
+        )
+
+    def fail(
+        self, request_id: str | None = None, *, predicate: BuildMatch | None = None, times: int = 1
+    ) -> None:
+        """Make the next *times* matching builds raise ``InjectedFault``."""
+        with self._lock:
+            self._failures.append([_build_match(request_id, predicate), times])
+
+    def release_all(self) -> None:
+        self.gates.release_all()
+
+    def _take_failure(self, request_id: str, snapshot: Any, is_final: bool) -> bool:
+        with self._lock:
+            self.calls += 1
+            for entry in self._failures:
+                if entry[1] > 0 and entry[0](request_id, snapshot, is_final):
+                    entry[1] -= 1
+                    return True
+            return False
+
+    def _build(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
+        self.gates.passage("build", request_id, snapshot, is_final)
+        if self._take_failure(request_id, snapshot, is_final):
+            raise InjectedFault(f"injected build failure for request {request_id!r}")
+        return self.fn(request_id, snapshot, is_final)
+
+    def __call__(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
+        if self.history is None:
+            return self._build(request_id, snapshot, is_final)
+        history = self.history
+        begin, result, exc, end = history.timed(
+            lambda: self._build(request_id, snapshot, is_final)
+        )
+        history.append(
+            BuildCall(
+                request_id=request_id,
+                snapshot=snapshot,
+                is_final=is_final,
+                result=result,
+                outcome="error" if exc is not None else "ok",
+                error=None if exc is None else repr(exc),
+                begin=begin,
+                end=end,
+                thread=threading.current_thread().name,
+            )
+        )
+        if exc is not None:
+            raise exc
+        return result

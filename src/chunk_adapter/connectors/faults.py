@@ -1,0 +1,136 @@
+"""Fault injection: make chosen or random puts and gets raise.
+
+Two kinds of fault, freely combined:
+
+* scripted, as :class:`FaultRule` ("fail the 2nd put of key k", "fail the next
+  5 gets of any key"), given at construction or added later with ``fail_next``;
+* random, at a rate per operation, from a ``random.Random(seed)`` of its own,
+  so a run is reproduced by its seed.
+
+An injected fault raises :class:`~chunk_adapter.errors.InjectedFault` *before*
+the inner connector is called: a put that raised stored nothing, as the
+contract requires.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import InjectedFault, InvalidValue
+from .base import Connector
+
+__all__ = ["FaultRule", "FaultyConnector"]
+
+Op = Literal["put", "get"]
+
+
+@dataclass(frozen=True)
+class FaultRule:
+    """Fail matching calls number ``nth`` .. ``nth + times - 1`` (counted from 1).
+
+    ``key=None`` matches every key. ``FaultRule("put", "r_0_3", nth=2)`` fails
+    the second put of ``r_0_3``; ``FaultRule("get", times=5)`` the next five gets.
+    """
+
+    op: Op
+    key: str | None = None
+    nth: int = 1
+    times: int = 1
+
+    def __post_init__(self) -> None:
+        if self.op not in ("put", "get"):
+            raise InvalidValue(f"FaultRule op must be 'put' or 'get', got op={self.op!r}")
+        if self.nth < 1 or self.times < 1:
+            raise InvalidValue(
+                f"FaultRule nth and times count from 1, got nth={self.nth!r}, "
+                f"times={self.times!r}"
+            )
+
+
+def _check_rate(name: str, rate: float) -> float:
+    if not 0.0 <= rate <= 1.0:
+        raise InvalidValue(f"{name} is a probability in [0, 1], got {name}={rate!r}")
+    return rate
+
+
+class FaultyConnector:
+    """Wraps any connector and makes chosen calls raise ``InjectedFault``."""
+
+    def __init__(
+        self,
+        inner: Connector,
+        *,
+        rules: Iterable[FaultRule] = (),
+        put_rate: float = 0.0,
+        get_rate: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        self.inner = inner
+        self._rates = {"put": _check_rate("put_rate", put_rate), "get": _check_rate("get_rate", get_rate)}
+        if (put_rate or get_rate) and seed is None:
+            raise InvalidValue(
+                "random faults need a seed so a failing run can be reproduced: "
+                "pass seed=<int> along with put_rate/get_rate"
+            )
+        self.seed = seed
+        # Guards _rules, _seen, _random and injected: every call consults them.
+        # Never held while calling the inner connector; nobody waits on it.
+        self._lock = threading.Lock()
+        self._random = random.Random(seed)
+        self._rules: list[FaultRule] = []
+        self._seen: list[int] = []  # matching calls seen so far, per rule
+        self.injected: dict[str, int] = {"put": 0, "get": 0}
+        for rule in rules:
+            self.add_rule(rule)
+
+    def add_rule(self, rule: FaultRule) -> None:
+        with self._lock:
+            self._rules.append(rule)
+            self._seen.append(0)
+
+    def fail_next(self, op: Op, key: str | None = None, times: int = 1) -> None:
+        """Fail the next *times* calls of *op* (on *key*, or on any key)."""
+        self.add_rule(FaultRule(op, key, nth=1, times=times))
+
+    def set_rates(self, *, put: float | None = None, get: float | None = None) -> None:
+        """Change the random failure rates (``None`` leaves one unchanged)."""
+        with self._lock:
+            if (put or get) and self.seed is None:
+                raise InvalidValue("random faults need a seed: construct with seed=<int>")
+            if put is not None:
+                self._rates["put"] = _check_rate("put", put)
+            if get is not None:
+                self._rates["get"] = _check_rate("get", get)
+
+    def _should_fail(self, op: Op, key: str) -> bool:
+        with self._lock:
+            fail = False
+            for i, rule in enumerate(self._rules):
+                if rule.op != op or (rule.key is not None and rule.key != key):
+                    continue
+                self._seen[i] += 1
+                if rule.nth <= self._seen[i] < rule.nth + rule.times:
+                    fail = True
+            rate = self._rates[op]
+            if not fail and rate and self._random.random() < rate:
+                fail = True
+            if fail:
+                self.injected[op] += 1
+            return fail
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        if self._should_fail("put", key):
+            raise InjectedFault(f"injected put failure for key {key!r}")
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self._should_fail("get", key):
+            raise InjectedFault(f"injected get failure for key {key!r}")
+        return self.inner.get(key)
+
+    def __repr__(self) -> str:
+        return f"FaultyConnector({self.inner!r}, seed={self.seed!r})"

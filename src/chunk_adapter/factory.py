@@ -1,0 +1,118 @@
+"""Adapter factories: how the suite builds the adapter it verifies.
+
+A factory is any callable ::
+
+    factory(connector, *, stage_id, src_stage_id=None, build_payload=None, **options)
+
+that returns an adapter with ``save_async``, ``cancel_sender``, ``load_async``,
+``poll_ready``, ``cleanup_receiver`` and ``stop``. A factory that also accepts
+``runtime=`` can be explored white-box by the interleaving explorer.
+
+Users name a factory as ``"pkg.mod:attr"`` (``--adapter`` on the command line
+and in pytest); :func:`load_factory` resolves it with errors that say what to fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .errors import InvalidValue
+
+__all__ = [
+    "REFERENCE",
+    "AdapterFactory",
+    "AdapterLike",
+    "accepts_runtime",
+    "load_factory",
+    "reference_factory",
+]
+
+REFERENCE = "chunk_adapter.adapter:ChunkAdapter"
+"""The spec string of the reference adapter, the default everywhere."""
+
+
+class AdapterLike(Protocol):
+    """The six calls the suite makes on an adapter (the contract's surface)."""
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None: ...
+
+    def cancel_sender(self, request_id: str) -> None: ...
+
+    def load_async(self, request_id: str) -> None: ...
+
+    def poll_ready(self) -> dict[str, list[dict[str, Any]]]: ...
+
+    def cleanup_receiver(self, request_id: str) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+AdapterFactory = Callable[..., AdapterLike]
+
+
+def reference_factory(connector: Any, **kwargs: Any) -> AdapterLike:
+    """Build the reference :class:`~chunk_adapter.adapter.ChunkAdapter`."""
+    from .adapter import ChunkAdapter
+
+    return ChunkAdapter(connector, **kwargs)
+
+
+def load_factory(spec: str) -> AdapterFactory:
+    """Resolve ``"pkg.mod:attr"`` (attr may be dotted) to a callable factory."""
+    if not isinstance(spec, str) or spec.count(":") != 1:
+        raise InvalidValue(
+            f"an adapter is named as 'package.module:factory', got {spec!r}; "
+            f"for example --adapter {REFERENCE}"
+        )
+    module_name, attr = spec.split(":")
+    if not module_name or not attr:
+        raise InvalidValue(f"both sides of ':' are needed in {spec!r}, e.g. {REFERENCE}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InvalidValue(
+            f"cannot import module {module_name!r} named in --adapter {spec!r}: {exc}. "
+            "Is the package installed, or its directory on PYTHONPATH?"
+        ) from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise InvalidValue(
+                f"module {module_name!r} has no attribute {attr!r} (from --adapter {spec!r})"
+            ) from None
+    if not callable(obj):
+        raise InvalidValue(f"{spec!r} names {obj!r}, which is not callable; name a factory")
+    _check_signature(spec, obj)
+    factory: AdapterFactory = obj
+    return factory
+
+
+def _check_signature(spec: str, factory: Callable[..., Any]) -> None:
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return  # builtins and C callables: trust them
+    try:
+        sig.bind(object(), stage_id=1, src_stage_id=None, build_payload=None)
+    except TypeError as exc:
+        raise InvalidValue(
+            f"factory {spec!r} has signature {sig}, which cannot be called as "
+            "factory(connector, *, stage_id=..., src_stage_id=..., build_payload=...): "
+            f"{exc}. Give it those keyword parameters."
+        ) from None
+
+
+def accepts_runtime(factory: Callable[..., Any]) -> bool:
+    """Whether *factory* takes ``runtime=`` (then the explorer can drive it white-box)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+    return "runtime" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
