@@ -17,6 +17,7 @@ __all__ = [
     "InjectedFault",
     "InvalidType",
     "InvalidValue",
+    "SnapshotError",
 ]
 
 
@@ -30,6 +31,10 @@ class InvalidType(ChunkAdapterError, TypeError):
 
 class InvalidValue(ChunkAdapterError, ValueError):
     """An argument of the right type but an impossible value (a negative timeout)."""
+
+
+class SnapshotError(ChunkAdapterError, TypeError):
+    """``save_async`` could not snapshot the object it was given; nothing was queued."""
 
 
 class AdapterStopped(ChunkAdapterError, RuntimeError):

@@ -110,11 +110,11 @@ class ThreadLike(Protocol):
 class Runtime(Protocol):
     """The six primitives an adapter takes from its runtime (see module doc)."""
 
-    def Lock(self) -> LockLike: ...  # noqa: N802 - same name as threading.Lock
+    def Lock(self) -> LockLike: ...
 
-    def Condition(self, lock: LockLike) -> ConditionLike: ...  # noqa: N802
+    def Condition(self, lock: LockLike) -> ConditionLike: ...
 
-    def Event(self) -> EventLike: ...  # noqa: N802
+    def Event(self) -> EventLike: ...
 
     def start_thread(self, target: Callable[[], None], name: str) -> ThreadLike: ...
 
@@ -126,13 +126,13 @@ class Runtime(Protocol):
 class ThreadingRuntime:
     """The default runtime: real :mod:`threading` and :mod:`time`."""
 
-    def Lock(self) -> LockLike:  # noqa: N802
+    def Lock(self) -> LockLike:
         return threading.Lock()
 
-    def Condition(self, lock: LockLike) -> ConditionLike:  # noqa: N802
+    def Condition(self, lock: LockLike) -> ConditionLike:
         return threading.Condition(lock)  # type: ignore[arg-type]
 
-    def Event(self) -> EventLike:  # noqa: N802
+    def Event(self) -> EventLike:
         return threading.Event()
 
     def start_thread(self, target: Callable[[], None], name: str) -> ThreadLike:

@@ -95,9 +95,7 @@ class GatedBuilder:
         if self.history is None:
             return self._build(request_id, snapshot, is_final)
         history = self.history
-        begin, result, exc, end = history.timed(
-            lambda: self._build(request_id, snapshot, is_final)
-        )
+        begin, result, exc, end = history.timed(lambda: self._build(request_id, snapshot, is_final))
         history.append(
             BuildCall(
                 request_id=request_id,

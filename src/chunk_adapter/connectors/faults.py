@@ -46,8 +46,7 @@ class FaultRule:
             raise InvalidValue(f"FaultRule op must be 'put' or 'get', got op={self.op!r}")
         if self.nth < 1 or self.times < 1:
             raise InvalidValue(
-                f"FaultRule nth and times count from 1, got nth={self.nth!r}, "
-                f"times={self.times!r}"
+                f"FaultRule nth and times count from 1, got nth={self.nth!r}, times={self.times!r}"
             )
 
 
@@ -70,7 +69,10 @@ class FaultyConnector:
         seed: int | None = None,
     ) -> None:
         self.inner = inner
-        self._rates = {"put": _check_rate("put_rate", put_rate), "get": _check_rate("get_rate", get_rate)}
+        self._rates = {
+            "put": _check_rate("put_rate", put_rate),
+            "get": _check_rate("get_rate", get_rate),
+        }
         if (put_rate or get_rate) and seed is None:
             raise InvalidValue(
                 "random faults need a seed so a failing run can be reproduced: "

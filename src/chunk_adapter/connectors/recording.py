@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..history import ConnectorOp, History
+from ..history import ConnectorOp, History, Outcome
 from .base import Connector
 
 __all__ = ["RecordingConnector"]
@@ -42,6 +42,7 @@ class RecordingConnector:
 
     def get(self, key: str) -> dict[str, Any] | None:
         begin, result, exc, end = self.history.timed(lambda: self.inner.get(key))
+        outcome: Outcome
         if exc is not None:
             outcome = "error"
         elif result is None:

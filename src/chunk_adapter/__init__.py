@@ -1,0 +1,36 @@
+"""chunk_adapter: a reference ChunkAdapter and the suite that verifies any adapter.
+
+The public surface is re-exported here; the machinery lives in submodules.
+"""
+
+from ._version import __version__
+from .adapter import ChunkAdapter
+from .connectors import Connector, MemoryConnector
+from .errors import (
+    AdapterStopped,
+    ChunkAdapterError,
+    ConnectorError,
+    InjectedFault,
+    InvalidType,
+    InvalidValue,
+    SnapshotError,
+)
+from .runtime import Runtime, ThreadingRuntime
+from .stats import AdapterStats
+
+__all__ = [
+    "AdapterStats",
+    "AdapterStopped",
+    "ChunkAdapter",
+    "ChunkAdapterError",
+    "Connector",
+    "ConnectorError",
+    "InjectedFault",
+    "InvalidType",
+    "InvalidValue",
+    "MemoryConnector",
+    "Runtime",
+    "SnapshotError",
+    "ThreadingRuntime",
+    "__version__",
+]
