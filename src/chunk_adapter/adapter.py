@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._validate import check_final, check_request_id, check_stage, non_negative, positive
-from .connectors.base import Connector, chunk_key
+from .connectors.base import Connector, chunk_key, subscription
 from .errors import AdapterStopped, InvalidType, InvalidValue, SnapshotError
 from .runtime import Runtime, ThreadingRuntime, ThreadLike
 from .stats import AdapterStats
@@ -85,6 +85,7 @@ class ChunkAdapter:
         put_backoff_max: float = 0.1,
         snapshot: Snapshot = copy.deepcopy,
         logger: logging.Logger | None = None,
+        event_driven: bool | None = None,
     ) -> None:
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
@@ -115,6 +116,13 @@ class ChunkAdapter:
         self.put_backoff_max = non_negative("put_backoff_max", put_backoff_max)
         self.snapshot = snapshot
         self.log = logger if logger is not None else logging.getLogger("chunk_adapter")
+        subscribe = subscription(connector)
+        if event_driven and subscribe is None:
+            raise InvalidValue(
+                f"event_driven=True needs a connector with subscribe(callback); {connector!r} "
+                "has none. Pass event_driven=None to poll such connectors"
+            )
+        self.event_driven = subscribe is not None and event_driven is not False
         rt = self.runtime
 
         # Set once by stop(); every loop and every sending/registering call checks it.
@@ -142,10 +150,18 @@ class ChunkAdapter:
         self._next_recv_id: dict[str, int] = {}
         self._ready: dict[str, list[dict[str, Any]]] = {}
         self._queue: deque[tuple[str, object]] = deque()
+        # Event-driven receive: keys the RECV thread is about to get or found
+        # empty, and a counter bumped (and _recv_cond notified) by load_async
+        # and by a put notification for one of those keys.
+        self._awaited: set[str] = set()
+        self._recv_signal = 0
 
         # Counters: each dict is guarded by its side's lock (written by that side's thread).
         self._send_counts: dict[str, int] = dict.fromkeys(_SEND_COUNTERS, 0)
         self._recv_counts: dict[str, int] = dict.fromkeys(_RECV_COUNTERS, 0)
+        self._unsubscribe: Callable[[], None] | None = None
+        if self.event_driven and subscribe is not None:
+            self._unsubscribe = subscribe(self._on_put)
         self._threads: list[ThreadLike] = [
             rt.start_thread(self._save_loop, SAVE_THREAD),
             rt.start_thread(self._recv_loop, RECV_THREAD),
@@ -261,6 +277,7 @@ class ChunkAdapter:
             self._tokens[request_id] = token
             self._next_recv_id[request_id] = 0
             self._queue.append((request_id, token))
+            self._recv_signal += 1
             self._recv_cond.notify()
 
     def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
@@ -274,8 +291,17 @@ class ChunkAdapter:
         check_request_id(request_id, "cleanup_receiver")
         with self._recv_lock:
             self._tokens.pop(request_id, None)
-            self._next_recv_id.pop(request_id, None)
+            next_id = self._next_recv_id.pop(request_id, None)
             self._ready.pop(request_id, None)
+            if next_id is not None:
+                self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
+
+    def _on_put(self, key: str) -> None:
+        """Subscription callback: wake the RECV thread if it awaits *key*."""
+        with self._recv_cond:
+            if key in self._awaited:
+                self._recv_signal += 1
+                self._recv_cond.notify()
 
     def _recv_loop(self) -> None:
         while True:
@@ -285,13 +311,32 @@ class ChunkAdapter:
                 if self._stop.is_set():
                     return
                 entries = len(self._queue)
+                signal = self._recv_signal
             try:
                 progress = self._recv_round(entries)
             except Exception:  # a bug of ours must not kill the thread either (R22)
                 self.log.exception("RECV thread: unexpected error; continuing")
                 progress = False
-            if not progress and self._stop.wait(self.idle_backoff):
+            if not progress and self._idle(signal):
                 return
+
+    def _idle(self, signal: int) -> bool:
+        """Pause after a round without progress (R17); True once stop() was called.
+
+        Polling: sleep ``idle_backoff``. Event-driven: wait until a put of an
+        awaited key or a load_async bumped the signal, re-polling after
+        ``wait_timeout`` anyway, so a lost notification costs latency only.
+        """
+        if not self.event_driven:
+            return self._stop.wait(self.idle_backoff)
+        deadline = self.runtime.monotonic() + self.wait_timeout
+        with self._recv_cond:
+            while self._recv_signal == signal and not self._stop.is_set():
+                remaining = deadline - self.runtime.monotonic()
+                if remaining <= 0:
+                    break
+                self._recv_cond.wait(remaining)
+        return self._stop.is_set()
 
     def _recv_round(self, entries: int) -> bool:
         """Poll each of the first *entries* queue entries once (R13, R17)."""
@@ -307,12 +352,14 @@ class ChunkAdapter:
                     self._recv_counts["stale_entries_dropped"] += 1
                     continue
                 chunk_id = self._next_recv_id[request_id]
-            progress = self._poll_one(request_id, token, chunk_id) or progress
+                key = chunk_key(request_id, self.src_stage_id, chunk_id)
+                if self.event_driven:
+                    self._awaited.add(key)
+            progress = self._poll_one(request_id, token, key, chunk_id) or progress
         return progress
 
-    def _poll_one(self, request_id: str, token: object, chunk_id: int) -> bool:
-        """One get outside the lock, then check the token and commit under it (R16)."""
-        key = chunk_key(request_id, self.src_stage_id, chunk_id)
+    def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
+        """One get of *key* outside the lock, then check the token and commit under it (R16)."""
         value: Any = None
         failed = False
         try:
@@ -333,7 +380,10 @@ class ChunkAdapter:
             if value is None:
                 if current:
                     self._queue.append((request_id, token))
+                else:
+                    self._awaited.discard(key)
                 return False
+            self._awaited.discard(key)
             if not current:
                 self._recv_counts["stale_discarded"] += 1
                 return False
@@ -349,6 +399,8 @@ class ChunkAdapter:
         """Wake and join both threads against one deadline; idempotent (R18, R19)."""
         first = not self._stop.is_set()
         self._stop.set()
+        if first and self._unsubscribe is not None:
+            self._unsubscribe()
         for cond in (self._send_cond, self._recv_cond):
             with cond:
                 cond.notify_all()

@@ -7,13 +7,34 @@ A connector is a key-value store with two operations::
 
 A ``get`` may consume the value (shared-memory connectors do). Keys never
 collide across requests, stages or chunks: see :func:`chunk_key`.
+
+Optional capability (event-driven receive, beyond the design card): a
+connector may also offer ::
+
+    subscribe(callback: Callable[[str], None]) -> Callable[[], None]
+
+calling ``callback(key)`` after each successful put (from any thread, possibly
+late or more than once, never before the value is readable) and returning a
+function that ends the subscription. An adapter that finds ``subscribe`` waits
+for such a call instead of sleeping and re-polling; it still re-polls now and
+then, so a lost notification costs latency, never a chunk.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Connector", "chunk_key"]
+__all__ = [
+    "Connector",
+    "ConnectorWrapper",
+    "NotifyingConnector",
+    "Subscribe",
+    "chunk_key",
+    "subscription",
+]
+
+Subscribe = Callable[[Callable[[str], None]], Callable[[], None]]
 
 
 @runtime_checkable
@@ -32,3 +53,34 @@ def chunk_key(request_id: str, stage_id: int, chunk_id: int) -> str:
     ``src_stage_id``, so both name the same chunk with the same key.
     """
     return f"{request_id}_{stage_id}_{chunk_id}"
+
+
+@runtime_checkable
+class NotifyingConnector(Connector, Protocol):
+    """A connector with the optional ``subscribe`` capability (see module doc)."""
+
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]: ...
+
+
+def subscription(connector: object) -> Subscribe | None:
+    """The connector's ``subscribe`` if it offers one, else ``None``."""
+    fn = getattr(connector, "subscribe", None)
+    return fn if callable(fn) else None
+
+
+class ConnectorWrapper:
+    """Base of the wrappers: keeps ``inner`` and passes ``subscribe`` through.
+
+    A wrapper offers ``subscribe`` exactly when the connector it wraps does, so
+    wrapping never switches an adapter between polling and event-driven receive.
+    """
+
+    def __init__(self, inner: Connector) -> None:
+        self.inner = inner
+
+    @property
+    def subscribe(self) -> Subscribe:
+        fn = subscription(self.inner)
+        if fn is None:
+            raise AttributeError(f"{self.inner!r} offers no subscribe (it is polled)")
+        return fn

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import InjectedFault, InvalidValue
-from .base import Connector
+from .base import Connector, ConnectorWrapper
 
 __all__ = ["FaultRule", "FaultyConnector"]
 
@@ -56,7 +56,7 @@ def _check_rate(name: str, rate: float) -> float:
     return rate
 
 
-class FaultyConnector:
+class FaultyConnector(ConnectorWrapper):
     """Wraps any connector and makes chosen calls raise ``InjectedFault``."""
 
     def __init__(
@@ -68,7 +68,7 @@ class FaultyConnector:
         get_rate: float = 0.0,
         seed: int | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._rates = {
             "put": _check_rate("put_rate", put_rate),
             "get": _check_rate("get_rate", get_rate),

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .base import Connector
+from .base import Connector, ConnectorWrapper
 
 __all__ = ["Gate", "GateSet", "GatedConnector"]
 
@@ -114,11 +114,11 @@ def _key_match(key: str | None, predicate: Callable[[str], bool] | None) -> Matc
     return match
 
 
-class GatedConnector:
+class GatedConnector(ConnectorWrapper):
     """Wraps any connector; ``hold_put`` / ``hold_get`` arm gates on its calls."""
 
     def __init__(self, inner: Connector) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.gates = GateSet()
 
     def hold_put(

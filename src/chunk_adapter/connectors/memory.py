@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
+
+from .base import Subscribe
 
 __all__ = ["MemoryConnector"]
 
@@ -14,20 +17,47 @@ class MemoryConnector:
     ``consume_on_get=True`` makes ``get`` remove what it returns, as a
     shared-memory connector does. ``puts`` lists the keys of successful puts in
     order (what the contract's examples call ``conn.puts``).
+
+    ``notify=True`` offers the optional ``subscribe`` capability: after each put,
+    every subscriber is called with the key (on the putting thread, outside the
+    store's lock), so an adapter receives event-driven instead of polling.
     """
 
-    def __init__(self, *, consume_on_get: bool = False) -> None:
+    def __init__(self, *, consume_on_get: bool = False, notify: bool = False) -> None:
         self.consume_on_get = consume_on_get
-        # Guards _store and _puts; taken by every put/get, never held while
-        # calling out. Nobody waits on it.
+        self.notify = notify
+        # Guards _store, _puts and _subscribers; taken by every call, never held
+        # while calling out (subscribers run after it is released). Nobody waits on it.
         self._lock = threading.Lock()
         self._store: dict[str, dict[str, Any]] = {}
         self._puts: list[str] = []
+        self._subscribers: list[Callable[[str], None]] = []
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         with self._lock:
             self._store[key] = value
             self._puts.append(key)
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(key)
+
+    @property
+    def subscribe(self) -> Subscribe:
+        """Present only with ``notify=True`` (see the connector protocol)."""
+        if not self.notify:
+            raise AttributeError("MemoryConnector(notify=False) is polled; pass notify=True")
+        return self._subscribe
+
+    def _subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -51,4 +81,7 @@ class MemoryConnector:
             return len(self._store)
 
     def __repr__(self) -> str:
-        return f"MemoryConnector(consume_on_get={self.consume_on_get}, stored={len(self)})"
+        return (
+            f"MemoryConnector(consume_on_get={self.consume_on_get}, notify={self.notify}, "
+            f"stored={len(self)})"
+        )

@@ -6,12 +6,12 @@ import threading
 from typing import Any
 
 from ..history import ConnectorOp, History, Outcome
-from .base import Connector
+from .base import Connector, ConnectorWrapper
 
 __all__ = ["RecordingConnector"]
 
 
-class RecordingConnector:
+class RecordingConnector(ConnectorWrapper):
     """Wraps any connector; each call becomes one :class:`ConnectorOp`.
 
     Pass a shared ``history`` to interleave these records with others (a
@@ -20,7 +20,7 @@ class RecordingConnector:
     """
 
     def __init__(self, inner: Connector, history: History | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.history = history if history is not None else History()
 
     def put(self, key: str, value: dict[str, Any]) -> None:
