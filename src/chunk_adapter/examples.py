@@ -1,0 +1,160 @@
+"""The contract's worked examples 2 and 3, runnable against any adapter factory.
+
+``chunk-adapter demo`` prints them for the reference adapter; ``chunk-adapter
+verify`` runs them first against the adapter under test. Every adapter call
+is bounded, so a hanging adapter is reported, not waited for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .connectors import GatedBuilder, MemoryConnector, RecordingConnector
+from .factory import AdapterFactory, AdapterLike
+from .verify.bounded import bounded, wait_until
+
+__all__ = ["EXAMPLES", "ExampleOutcome", "example_2", "example_3"]
+
+CALL = 2.0  # seconds any single adapter call may take here before it counts as a hang
+ARRIVE = 10.0  # seconds for a chunk to arrive
+
+
+@dataclass
+class ExampleOutcome:
+    title: str
+    rules: tuple[str, ...]
+    ok: bool = True
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def expect(self, condition: bool, problem: str) -> None:
+        if not condition:
+            self.ok = False
+            self.problems.append(problem)
+
+
+def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> bool:
+    into.extend(bounded(rcv.poll_ready, CALL, "poll_ready()").get(request_id, []))
+    return bool(into) and bool(into[-1].get("finished"))
+
+
+def _pair(factory: AdapterFactory, conn: Any, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
+    snd = bounded(
+        lambda: factory(conn, stage_id=0, build_payload=build), CALL, "the factory (sender)"
+    )
+    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory (receiver)")
+    return snd, rcv
+
+
+def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> None:
+    bounded(
+        lambda: adapter.save_async(request_id, obj, is_final),
+        CALL,
+        f"save_async({request_id!r}, {obj!r}, {is_final})",
+    )
+
+
+def _stop(*adapters: AdapterLike) -> None:
+    for adapter in adapters:
+        bounded(adapter.stop, CALL, "stop()")
+
+
+def example_2(factory: AdapterFactory) -> ExampleOutcome:
+    out = ExampleOutcome("Example 2 — snapshots, and poll_ready drains", ("R2", "R4", "R9", "R15"))
+    conn = RecordingConnector(MemoryConnector())
+    snd, rcv = _pair(factory, conn)
+    try:
+        live = ["a"]
+        bounded(lambda: rcv.load_async("v"), CALL, "load_async('v')")
+        bounded(lambda: snd.save_async("v", live, False), CALL, "save_async('v', ...)")
+        live.append("b")  # the scheduler keeps mutating its object
+        bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
+        live.append("c")
+        got: list[dict[str, Any]] = []
+        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'")
+        out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
+        out.expect(conn.puts == ["v_0_0", "v_0_1"], f"R9: keys put {conn.puts}, not v_0_0, v_0_1")
+        out.expect(
+            [c.get("data") for c in got] == [["a"], ["a", "b"]],
+            f"R4: 'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
+        )
+
+        bounded(lambda: rcv.load_async("q"), CALL, "load_async('q')")
+        bounded(lambda: snd.save_async("q", 1, False), CALL, "save_async('q', 1)")
+        bounded(lambda: snd.save_async("q", 2, False), CALL, "save_async('q', 2)")
+        wait_until(
+            lambda: sum(op.op == "get" and op.outcome == "ok" for op in conn.ops()) >= 4,
+            ARRIVE,
+            "the gets of q's two chunks",
+        )
+        first: dict[str, Any] = {}
+        # The value is fetched; committing follows at once. Collect until both are in.
+        wait_until(
+            lambda: _merge(first, bounded(rcv.poll_ready, CALL, "poll_ready()")) >= 2,
+            ARRIVE,
+            "q's two chunks in poll_ready",
+        )
+        second = bounded(rcv.poll_ready, CALL, "poll_ready()")
+        bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
+        third: list[dict[str, Any]] = []
+        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "the final chunk of 'q'")
+        out.lines += [
+            f"poll_ready():  {first}",
+            f"poll_ready():  {second}",
+            f"poll_ready():  {{'q': {third}}}",
+        ]
+        want = [{"data": 1, "finished": False}, {"data": 2, "finished": False}]
+        out.expect(first == {"q": want}, f"R15: q's chunks came as {first}, expected {want}")
+        out.expect(second == {}, f"R15: a second poll_ready with nothing new gave {second}")
+        out.expect(
+            third == [{"data": 3, "finished": True}],
+            f"R2: q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
+        )
+    finally:
+        _stop(snd, rcv)
+    return out
+
+
+def _merge(into: dict[str, Any], ready: dict[str, Any]) -> int:
+    for request_id, chunks in ready.items():
+        into.setdefault(request_id, []).extend(chunks)
+    return sum(len(chunks) for chunks in into.values())
+
+
+def example_3(factory: AdapterFactory) -> ExampleOutcome:
+    out = ExampleOutcome("Example 3 — cancel while a build is blocked", ("R6", "R9", "R11"))
+    conn = RecordingConnector(MemoryConnector())
+    builder = GatedBuilder()
+    gate = builder.hold(predicate=lambda rid, snap, final: snap == "p0")
+    snd, rcv = _pair(factory, conn, builder)
+    try:
+        bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
+        bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
+        if not gate.wait_started(ARRIVE):
+            out.expect(False, "R5: the build of 'p0' never started")
+            return out
+        for part in ("p1", "p2", "p3"):
+            _save(snd, "w", part, False)
+        bounded(lambda: snd.save_async("w", "end", True), CALL, "save_async('w', 'end', True)")
+        bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
+        gate.release()
+        got: list[dict[str, Any]] = []
+        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'")
+    finally:
+        builder.release_all()
+        _stop(snd, rcv)
+    out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
+    both = [
+        (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),
+        (["w_0_0"], [{"data": None, "finished": True}]),
+    ]
+    out.expect(
+        (conn.puts, got) in both,
+        f"R6: keys {conn.puts} and chunks {got} are neither outcome the contract allows",
+    )
+    return out
+
+
+EXAMPLES: tuple[Callable[[AdapterFactory], ExampleOutcome], ...] = (example_2, example_3)

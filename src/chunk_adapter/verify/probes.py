@@ -1,0 +1,225 @@
+"""The first, cheapest verify stage: the worked examples and one probe per risky rule.
+
+Each probe drives a fresh pair of adapters through one short scripted scenario
+(gates, not sleeps, force the interleavings) and raises ``AssertionError``
+naming the rule when the adapter does something the contract forbids. Every
+adapter call is bounded (:func:`~chunk_adapter.verify.bounded.bounded`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, RecordingConnector
+from ..examples import ARRIVE, CALL, EXAMPLES
+from ..factory import AdapterFactory
+from ..history import BuildCall
+from .bounded import bounded, wait_until
+from .result import CheckResult, rules_named_in
+
+__all__ = ["PROBES", "run_probes"]
+
+STOP_IDLE = 0.5  # s: idle stop() should take well under 0.1 s (R18)
+STOP_BLOCKED = 5.0  # s: stop() with a build blocked forever, any sane join timeout (R18)
+
+Probe = Callable[[AdapterFactory], None]
+
+
+def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
+    return any(op.op == "get" and op.key == key and op.outcome == "ok" for op in conn.ops())
+
+
+def probe_bad_input(factory: AdapterFactory) -> None:
+    """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
+    conn = RecordingConnector(MemoryConnector())
+    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
+    try:
+        calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
+            ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
+            ("save_async('b', 'x', 1)", lambda: snd.save_async("b", "x", 1), TypeError),  # type: ignore[arg-type]
+            ("cancel_sender(None)", lambda: snd.cancel_sender(None), TypeError),  # type: ignore[arg-type]
+            ("load_async(4.5)", lambda: snd.load_async(4.5), TypeError),  # type: ignore[arg-type]
+            ("cleanup_receiver(b'r')", lambda: snd.cleanup_receiver(b"r"), TypeError),  # type: ignore[arg-type]
+            (
+                "save_async('b', <a lock>, False)",
+                lambda: snd.save_async("b", threading.Lock(), False),
+                Exception,
+            ),
+        ]
+        for text, call, expected in calls:
+            try:
+                bounded(call, CALL, text)
+            except expected:
+                continue
+            raise AssertionError(f"R21: {text} did not raise {expected.__name__} at the call")
+        bounded(lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)")
+        wait_until(lambda: bool(conn.puts), ARRIVE, "the put of b's good final")
+        assert conn.puts[0] == "b_0_0", (
+            f"R21: after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
+            "a rejected save_async queued something"
+        )
+    finally:
+        bounded(snd.stop, CALL, "stop()")
+
+
+def probe_stop(factory: AdapterFactory) -> None:
+    """R18, R19: idle stop is prompt and idempotent; afterwards calls fail or still work."""
+    conn = RecordingConnector(MemoryConnector())
+    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
+    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory")
+    bounded(lambda: rcv.load_async("s"), CALL, "load_async('s')")
+    bounded(lambda: snd.save_async("s", "x", True), CALL, "save_async('s', 'x', True)")
+    wait_until(lambda: _got_ok_get(conn, "s_0_0"), ARRIVE, "the get of s_0_0")
+    for adapter in (snd, rcv):
+        start = time.monotonic()
+        bounded(adapter.stop, STOP_IDLE, "stop() of an idle adapter (R18)")
+        bounded(adapter.stop, STOP_IDLE, "a second stop() (R18)")
+        assert time.monotonic() - start < STOP_IDLE * 2
+    for text, call in [
+        ("save_async", lambda: snd.save_async("t", 1, False)),
+        ("cancel_sender", lambda: snd.cancel_sender("t")),
+        ("load_async", lambda: rcv.load_async("t")),
+    ]:
+        try:
+            bounded(call, CALL, f"{text} after stop()")
+        except RuntimeError:
+            continue
+        raise AssertionError(f"R19: {text} after stop() did not raise RuntimeError")
+    ready: dict[str, Any] = {}
+    wait_until(  # the get returned before stop; its commit may lag a moment
+        lambda: bool(ready.update(bounded(rcv.poll_ready, CALL, "poll_ready()")) or ready),
+        CALL,
+        "R19: poll_ready after stop() handing out the chunk received before it",
+    )
+    assert ready == {"s": [{"data": "x", "finished": True}]}, f"R19: poll_ready gave {ready}"
+    bounded(lambda: rcv.cleanup_receiver("s"), CALL, "cleanup_receiver after stop()")
+
+
+def probe_cleanup_fence(factory: AdapterFactory) -> None:
+    """R16: a value whose get was in flight across cleanup_receiver never shows up."""
+    gated = GatedConnector(MemoryConnector())
+    conn = RecordingConnector(gated)
+    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
+    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory")
+    try:
+        bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
+        wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
+        gate = gated.hold_get("c_0_0")
+        bounded(lambda: rcv.load_async("c"), CALL, "load_async('c')")
+        assert gate.wait_started(ARRIVE), "R23: the receiver never asked for c_0_0"
+        bounded(lambda: rcv.cleanup_receiver("c"), CALL, "cleanup_receiver('c')")
+        gate.release()
+        wait_until(lambda: _got_ok_get(conn, "c_0_0"), ARRIVE, "the held get returning")
+        # Let the RECV thread finish what it does with that value: one more round trip.
+        bounded(lambda: snd.save_async("d", "probe", True), CALL, "save_async('d', ...)")
+        bounded(lambda: rcv.load_async("d"), CALL, "load_async('d')")
+        seen: dict[str, list[Any]] = {}
+
+        def arrived(request_id: str) -> bool:
+            for rid, chunks in bounded(rcv.poll_ready, CALL, "poll_ready()").items():
+                seen.setdefault(rid, []).extend(chunks)
+            return request_id in seen
+
+        wait_until(lambda: arrived("d"), ARRIVE, "the chunk of 'd'")
+        assert "c" not in seen, (
+            f"R16: poll_ready handed out {seen['c']} for 'c' after cleanup_receiver('c') "
+            "returned (its get was in flight during the cleanup)"
+        )
+        bounded(lambda: rcv.load_async("c"), CALL, "load_async('c') again")
+        wait_until(lambda: arrived("c"), ARRIVE, "c_0_0 for the new registration")
+        assert seen["c"] == [{"data": "old", "finished": False}], (
+            f"R16: a new registration of 'c' got {seen['c']}, expected chunk 0 once"
+        )
+    finally:
+        gated.release_all()
+        bounded(snd.stop, STOP_BLOCKED, "stop()")
+        bounded(rcv.stop, STOP_BLOCKED, "stop()")
+
+
+def probe_stop_blocked_build(factory: AdapterFactory) -> None:
+    """R18: stop() returns within its join timeout while a build is blocked forever."""
+    conn = RecordingConnector(MemoryConnector())
+    builder = GatedBuilder(history=conn.history)
+    gate = builder.hold("x")
+    snd = bounded(lambda: factory(conn, stage_id=0, build_payload=builder), CALL, "the factory")
+    try:
+        bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
+        assert gate.wait_started(ARRIVE), "R23: the build of 'x' never started"
+        bounded(snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever (R18)")
+    finally:
+        builder.release_all()
+    wait_until(lambda: bool(conn.history.records(BuildCall)), CALL, "the released build returning")
+    # A put would follow the build within microseconds; give it half a second to show.
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline and not conn.puts:
+        time.sleep(0.005)
+    assert not conn.puts, f"R18: {conn.puts} put after stop() returned"
+
+
+PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
+    ("bad input", ("R21",), probe_bad_input),
+    ("stop and after", ("R18", "R19"), probe_stop),
+    ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
+    ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
+)
+
+
+def run_probes(factory: AdapterFactory, adapter_spec: str) -> list[CheckResult]:
+    """The examples stage: Examples 2 and 3, then the probes; every failure named by rule."""
+    results = []
+    replay = f"chunk-adapter verify --adapter {adapter_spec} --stage examples"
+    for example in EXAMPLES:
+        start = time.monotonic()
+        try:
+            outcome = example(factory)
+            verdict = "pass" if outcome.ok else "fail"
+            evidence = "; ".join(outcome.problems) or outcome.title
+            rules = outcome.rules if outcome.ok else rules_named_in(evidence) or outcome.rules
+            detail = "\n".join(outcome.lines)
+        except AssertionError as exc:
+            verdict, evidence, detail = "fail", str(exc), ""
+            rules = rules_named_in(evidence) or ("R23",)
+        results.append(
+            CheckResult(
+                "examples",
+                example.__name__.replace("_", " "),
+                rules,
+                verdict,  # type: ignore[arg-type]
+                evidence,
+                detail,
+                replay if verdict == "fail" else None,
+                time.monotonic() - start,
+            )
+        )
+    for name, rules, probe in PROBES:
+        start = time.monotonic()
+        try:
+            probe(factory)
+        except AssertionError as exc:
+            named = rules_named_in(str(exc))
+            results.append(
+                CheckResult(
+                    "examples",
+                    name,
+                    named or rules,
+                    "fail",
+                    str(exc),
+                    replay=replay,
+                    seconds=time.monotonic() - start,
+                )
+            )
+            continue
+        results.append(
+            CheckResult(
+                "examples",
+                name,
+                rules,
+                "pass",
+                probe.__doc__ or name,
+                seconds=time.monotonic() - start,
+            )
+        )
+    return results
