@@ -1,17 +1,29 @@
-"""The ``chunk-adapter`` command line."""
+"""The ``chunk-adapter`` command line: ``demo``, ``verify``, ``replay``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from ._version import __version__
+from .errors import InvalidValue
+from .factory import REFERENCE
 
 __all__ = ["main"]
 
+ADAPTER_HELP = (
+    "the adapter factory to verify, as package.module:factory, called as "
+    "factory(connector, *, stage_id, src_stage_id=None, build_payload=None) "
+    f"(default: the reference adapter, {REFERENCE})"
+)
+
 
 def _parser() -> argparse.ArgumentParser:
+    from .verify.runner import PROFILES
+    from .verify.stages import stage_names
+
     parser = argparse.ArgumentParser(
         prog="chunk-adapter",
         description="The reference ChunkAdapter and the suite that verifies any adapter.",
@@ -21,7 +33,60 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "demo", help="run the contract's worked examples 2 and 3 live and print what moved"
     )
+    check = commands.add_parser(
+        "verify",
+        help="verify an adapter against the contract (exit 0 pass, 1 violation, 2 usage)",
+    )
+    check.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
+    check.add_argument(
+        "--profile",
+        default="ci",
+        choices=sorted(PROFILES),
+        help="quick: pre-commit; ci: a reproducible gate (default); hunt: long regression hunt",
+    )
+    check.add_argument(
+        "--max-seconds", type=float, default=None, help="total budget (default: the profile's)"
+    )
+    check.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
+    check.add_argument(
+        "--stage", action="append", choices=stage_names(), help="run only this stage (repeatable)"
+    )
+    check.add_argument(
+        "--keep-going", action="store_true", help="run every stage even after a violation"
+    )
+    check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
+    check.add_argument("--json", metavar="FILE", help="also write a JSON report")
     return parser
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .verify.report import write_json, write_junit, write_text
+    from .verify.runner import verify
+
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        print(f"chunk-adapter verify: --max-seconds must be > 0, got {args.max_seconds}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    sys.path.insert(0, os.getcwd())  # --adapter names modules of the current project
+    try:
+        report = verify(
+            args.adapter,
+            profile=args.profile,
+            max_seconds=args.max_seconds,
+            seed=args.seed,
+            stages=args.stage,
+            keep_going=args.keep_going,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except InvalidValue as exc:
+        print(f"chunk-adapter verify: {exc}", file=sys.stderr)
+        return 2
+    write_text(report, sys.stdout)
+    if args.json:
+        write_json(report, args.json)
+    if args.junit_xml:
+        write_junit(report, args.junit_xml)
+    return report.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo import run_demo
 
         return run_demo(sys.stdout)
+    if args.command == "verify":
+        return _verify(args)
     parser.print_help()
     return 2
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES
 from ..factory import AdapterFactory
 from ..history import BuildCall
-from .bounded import bounded, wait_until
+from .bounded import Hang, bounded, wait_until
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -167,11 +167,27 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
 )
 
 
-def run_probes(factory: AdapterFactory, adapter_spec: str) -> list[CheckResult]:
+def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """The evidence line and the rules for an exception out of a check.
+
+    A failed assertion names its rule. A hang names R3 (a call that must not
+    block) unless it says otherwise; a chunk that never came is R23. Any other
+    exception is the adapter raising where it must not: no rule, but a failure.
+    """
+    if isinstance(exc, Hang):
+        text = str(exc)
+        return text, rules_named_in(text) or (("R3",) if "did not return" in text else ("R23",))
+    if isinstance(exc, AssertionError):
+        return str(exc), rules_named_in(str(exc)) or rules
+    return f"the adapter raised {exc!r}", ()
+
+
+def run_probes(
+    factory: AdapterFactory, replay: str, announce: Callable[[str], None] = lambda name: None
+) -> Iterator[CheckResult]:
     """The examples stage: Examples 2 and 3, then the probes; every failure named by rule."""
-    results = []
-    replay = f"chunk-adapter verify --adapter {adapter_spec} --stage examples"
     for example in EXAMPLES:
+        announce(example.__name__)
         start = time.monotonic()
         try:
             outcome = example(factory)
@@ -179,10 +195,10 @@ def run_probes(factory: AdapterFactory, adapter_spec: str) -> list[CheckResult]:
             evidence = "; ".join(outcome.problems) or outcome.title
             rules = outcome.rules if outcome.ok else rules_named_in(evidence) or outcome.rules
             detail = "\n".join(outcome.lines)
-        except AssertionError as exc:
-            verdict, evidence, detail = "fail", str(exc), ""
-            rules = rules_named_in(evidence) or ("R23",)
-        results.append(
+        except Exception as exc:  # AssertionError: a finding; anything else: it raised
+            verdict, detail = "fail", ""
+            evidence, rules = _finding(exc, ())
+        yield (
             CheckResult(
                 "examples",
                 example.__name__.replace("_", " "),
@@ -195,31 +211,18 @@ def run_probes(factory: AdapterFactory, adapter_spec: str) -> list[CheckResult]:
             )
         )
     for name, rules, probe in PROBES:
+        announce(name)
         start = time.monotonic()
         try:
             probe(factory)
-        except AssertionError as exc:
-            named = rules_named_in(str(exc))
-            results.append(
-                CheckResult(
-                    "examples",
-                    name,
-                    named or rules,
-                    "fail",
-                    str(exc),
-                    replay=replay,
-                    seconds=time.monotonic() - start,
-                )
-            )
-            continue
-        results.append(
-            CheckResult(
-                "examples",
-                name,
-                rules,
-                "pass",
-                probe.__doc__ or name,
+        except Exception as exc:  # AssertionError: a finding; anything else: it raised
+            message, named = _finding(exc, rules)
+            yield CheckResult(
+                "examples", name, named, "fail", message, replay=replay,
                 seconds=time.monotonic() - start,
-            )
-        )
-    return results
+            )  # fmt: skip
+            continue
+        yield CheckResult(
+            "examples", name, rules, "pass", probe.__doc__ or name,
+            seconds=time.monotonic() - start,
+        )  # fmt: skip

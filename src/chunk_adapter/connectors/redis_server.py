@@ -1,0 +1,168 @@
+"""A throwaway ``redis-server`` on a free loopback port, for tests and benchmarks.
+
+``with RedisServer() as server: RedisConnector(url=server.url)``. The server
+binds 127.0.0.1 only, keeps nothing on disk (no RDB, no AOF, a temporary
+working directory), and is stopped (then killed if it lingers) on exit. Start-up
+waits for the server's own "Ready to accept connections" line, bounded by
+``start_timeout``, and retries on another port if the chosen one was taken.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from types import TracebackType
+
+from ..errors import ChunkAdapterError
+
+__all__ = [
+    "INSTALL_HINT",
+    "RedisServer",
+    "RedisServerError",
+    "redis_server_path",
+    "redis_unavailable",
+]
+
+INSTALL_HINT = "redis-server is not installed: apt-get install redis-server"
+CLIENT_HINT = "redis-py is not installed: pip install 'chunk-adapter[redis]'"
+_READY = b"Ready to accept connections"
+
+
+class RedisServerError(ChunkAdapterError):
+    """The throwaway redis-server could not be started."""
+
+
+def redis_server_path() -> str | None:
+    """Where ``redis-server`` is (``$REDIS_SERVER`` or the PATH), or ``None``."""
+    return os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+
+
+def redis_unavailable() -> str | None:
+    """Why a Redis test cannot run here (what to install), or ``None`` if it can."""
+    if redis_server_path() is None:
+        return INSTALL_HINT
+    try:
+        importlib.import_module("redis")
+    except ImportError:
+        return CLIENT_HINT
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """One redis-server process; ``url``, ``host`` and ``port`` once started."""
+
+    def __init__(self, *, start_timeout: float = 10.0, attempts: int = 3) -> None:
+        self.start_timeout = start_timeout
+        self.attempts = attempts
+        self.host = "127.0.0.1"
+        self.port = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+        self.log = b""
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        binary = redis_server_path()
+        if binary is None:
+            raise RedisServerError(INSTALL_HINT)
+        self._dir = tempfile.TemporaryDirectory(prefix="chunk-adapter-redis-")
+        for _ in range(self.attempts):
+            self.port = _free_port()
+            if self._launch(binary):
+                return self
+        self.stop()
+        raise RedisServerError(
+            f"redis-server did not start in {self.attempts} attempts; its last output:\n"
+            + self.log.decode(errors="replace")
+        )
+
+    def _launch(self, binary: str) -> bool:
+        assert self._dir is not None
+        cmd = [
+            binary, "--port", str(self.port), "--bind", self.host, "--protected-mode", "yes",
+            "--save", "", "--appendonly", "no", "--dir", self._dir.name,
+            "--daemonize", "no", "--loglevel", "notice", "--logfile", "",
+        ]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        self._proc, self.log = proc, b""
+        deadline = time.monotonic() + self.start_timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while _READY not in self.log:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(remaining):
+                    break
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:  # exited (e.g. the port was taken meanwhile)
+                    break
+                self.log += chunk
+        if _READY in self.log:
+            # Keep draining its output so the server never blocks on a full pipe.
+            threading.Thread(
+                target=self._drain, args=(proc,), name="redis-server-log", daemon=True
+            ).start()
+            return True
+        self._terminate()
+        return False
+
+    def _drain(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        try:
+            while chunk := os.read(proc.stdout.fileno(), 65536):
+                self.log = (self.log + chunk)[-65536:]
+        except (OSError, ValueError):  # closed by _terminate
+            pass
+
+    def _terminate(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5.0)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    def stop(self) -> None:
+        """Stop the server and remove its directory. Idempotent."""
+        self._terminate()
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self._proc is not None else "stopped"
+        return f"RedisServer({self.url}, {state})"

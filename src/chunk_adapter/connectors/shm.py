@@ -1,0 +1,366 @@
+"""A connector over POSIX shared memory: one segment per key, consumed on get.
+
+Layout of a segment (little-endian), written by ``put``::
+
+    magic "CAS1" | state u32 | created f64 | pid i32 | writer 16s |
+    key_len u32 | payload_len u64 | crc32 u32 | key bytes | payload bytes
+
+Visibility is atomic for the reader: the segment is created (``O_EXCL``), sized,
+and filled with the header, key and payload while ``state`` is 0; writing
+``state = COMMITTED`` is the last store. A reader treats a segment that is empty,
+too short or not committed as "nothing there yet", and checks the CRC of what it
+read, so it never returns a partial value (a writer killed mid-write leaves an
+uncommitted segment that no reader ever returns; :meth:`purge` removes it).
+
+Names. A key can be any string, so the segment name is
+``f"{namespace}.{digest}"`` with a 16-character base32 BLAKE2b digest of the
+key: always short enough for the platform limit (31 bytes with the leading
+slash on macOS, 255 on Linux) and free of ``/``. The full key is stored in the
+segment and checked on get, so a digest collision is an error, never a wrong
+value. Two connectors see each other's values exactly when they use the same
+namespace.
+
+Ownership. A put's segment belongs to the namespace, not to the process: it
+outlives the writer, so a sender may exit before the receiver reads. The
+``multiprocessing`` resource tracker is kept out of it (``track=False`` on
+Python 3.13+, an immediate unregister before; a process-wide lock keeps those
+register/unregister pairs from interleaving across threads), so no process
+unlinks or warns about segments at exit. The consumer unlinks what it gets;
+:meth:`close` unlinks what this connector put that nobody consumed.
+
+A put never overwrites a value nobody has consumed yet: it raises
+:class:`KeyOccupied` (nothing stored), and the adapter retries it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import struct
+import sys
+import threading
+import time
+import uuid
+import zlib
+from multiprocessing import resource_tracker, shared_memory
+from types import TracebackType
+from typing import Any
+
+from ..errors import ConnectorError, InvalidType, InvalidValue
+from .serialization import PICKLE, Serializer, as_serializer, check_key, decode_value, encode_value
+
+__all__ = ["KeyOccupied", "SharedMemoryConnector", "ShmCorrupt"]
+
+MAGIC = b"CAS1"
+COMMITTED = 1
+HEADER = struct.Struct("<4sIdi16sIQI")
+_STATE_AT = 4  # offset of the u32 state field, written last
+_DIGEST_CHARS = 16
+# Longest segment name (without the leading slash CPython adds on POSIX).
+NAME_MAX = 30 if sys.platform == "darwin" else 250
+_NAMESPACE_RE = re.compile(r"[A-Za-z0-9_-]+")
+_SHM_DIR = "/dev/shm"  # where Linux lists POSIX segments
+_TRACK_PARAM = sys.version_info >= (3, 13)
+
+# Serialises this process's resource-tracker register/unregister pairs
+# (Python < 3.13 only): the tracker keeps a set, so two threads' pairs for one
+# name must not interleave. Held for one segment open/create or unlink; nobody waits on it.
+_tracker_lock = threading.Lock()
+
+
+class KeyOccupied(ConnectorError):
+    """A put found an unconsumed value under its key; nothing was stored."""
+
+
+class ShmCorrupt(ConnectorError):
+    """A committed segment failed its checks (foreign segment, digest collision, bad CRC)."""
+
+
+def _attach(name: str, *, create: bool = False, size: int = 0) -> shared_memory.SharedMemory:
+    """Open or create a segment with no resource-tracker registration left behind."""
+    if _TRACK_PARAM:
+        return shared_memory.SharedMemory(name, create=create, size=size, track=False)  # type: ignore[call-arg,unused-ignore]
+    with _tracker_lock:
+        shm = shared_memory.SharedMemory(name, create=create, size=size)
+        resource_tracker.unregister(f"/{shm.name}", "shared_memory")  # type: ignore[attr-defined]
+    return shm
+
+
+def _unlink(shm: shared_memory.SharedMemory) -> None:
+    """Unlink *shm*'s name; ``FileNotFoundError`` if someone else already did."""
+    if _TRACK_PARAM:
+        shm.unlink()
+        return
+    tracked = f"/{shm.name}"
+    with _tracker_lock:
+        # unlink() also unregisters: register first so the pair balances.
+        resource_tracker.register(tracked, "shared_memory")  # type: ignore[attr-defined]
+        try:
+            shm.unlink()
+        except BaseException:
+            resource_tracker.unregister(tracked, "shared_memory")  # type: ignore[attr-defined]
+            raise
+
+
+def _reserve(shm: shared_memory.SharedMemory, size: int) -> None:
+    """Allocate the pages now, so a full /dev/shm is an error here, not a SIGBUS later."""
+    fd = getattr(shm, "_fd", -1)
+    if fd < 0 or not hasattr(os, "posix_fallocate"):
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (getattr(os, "EINVAL", 22), 95):  # not supported: write and hope
+            return
+        raise
+
+
+def check_namespace(namespace: object) -> str:
+    if not isinstance(namespace, str):
+        raise InvalidType(f"namespace must be a str, got {namespace!r}")
+    longest = NAME_MAX - 1 - _DIGEST_CHARS
+    if not _NAMESPACE_RE.fullmatch(namespace) or len(namespace) > longest:
+        raise InvalidValue(
+            f"namespace must be 1-{longest} characters from [A-Za-z0-9_-] on this platform, "
+            f"got {namespace!r}; pick a shorter name such as 'ca1'"
+        )
+    return namespace
+
+
+class SharedMemoryConnector:
+    """``put``/``get`` over one POSIX shared-memory segment per key (see module doc).
+
+    ``namespace`` keeps connectors (and test runs) apart: sender and receiver
+    pass the same one. ``consume_on_get`` (default ``True``) unlinks a segment
+    once its value is read. ``serializer`` is a ``dumps``/``loads`` pair
+    (default pickle). Close it (or use it as a context manager) to unlink what it
+    put that nobody consumed — after the receiver is done with it.
+    """
+
+    def __init__(
+        self,
+        namespace: str = "chunkad",
+        *,
+        consume_on_get: bool = True,
+        serializer: Serializer | Any = PICKLE,
+    ) -> None:
+        if os.name != "posix":
+            raise ConnectorError(
+                "SharedMemoryConnector needs POSIX shared memory (Linux, macOS); "
+                "use RedisConnector on this platform"
+            )
+        self.namespace = check_namespace(namespace)
+        self.consume_on_get = bool(consume_on_get)
+        self.serializer = as_serializer(serializer)
+        self._writer = uuid.uuid4().bytes
+        # Guards _created, _prune_at and _closed. put adds under it; close and
+        # prune read and shrink it. Held during a prune's existence checks
+        # (amortised O(1) per put). Nobody waits on it.
+        self._lock = threading.Lock()
+        self._created: set[str] = set()  # segments this connector put, maybe consumed since
+        self._prune_at = 1024
+        self._closed = False
+
+    # ------------------------------------------------------------------ naming
+    def segment_name(self, key: str) -> str:
+        """The segment name for *key* in this namespace (no leading slash)."""
+        raw = check_key(key, "segment_name").encode("utf-8", "surrogatepass")
+        digest = hashlib.blake2b(raw, digest_size=_DIGEST_CHARS * 5 // 8).digest()
+        return f"{self.namespace}.{base64.b32encode(digest).decode('ascii').lower()}"
+
+    # -------------------------------------------------------------- connector
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store *value* under *key*; raises (storing nothing) on any failure."""
+        check_key(key, "put")
+        self._check_open("put")
+        data = encode_value(self.serializer, key, value)
+        raw_key = key.encode("utf-8", "surrogatepass")
+        name = self.segment_name(key)
+        size = HEADER.size + len(raw_key) + len(data)
+        try:
+            shm = _attach(name, create=True, size=size)
+        except FileExistsError:
+            raise KeyOccupied(
+                f"put({key!r}): segment {name!r} still holds a value nobody consumed; nothing "
+                "was stored. The adapter retries; if a dead sender left it, "
+                f"SharedMemoryConnector({self.namespace!r}).purge() removes it"
+            ) from None
+        except OSError as exc:
+            raise ConnectorError(f"put({key!r}): cannot create segment {name!r}: {exc}") from exc
+        try:
+            _reserve(shm, size)
+            buf = shm.buf
+            crc = zlib.crc32(data, zlib.crc32(raw_key))
+            HEADER.pack_into(
+                buf, 0, MAGIC, 0, time.time(), os.getpid(), self._writer,
+                len(raw_key), len(data), crc,
+            )  # fmt: skip
+            buf[HEADER.size : HEADER.size + len(raw_key)] = raw_key
+            buf[HEADER.size + len(raw_key) : size] = data
+            struct.pack_into("<I", buf, _STATE_AT, COMMITTED)  # publish: the last store
+            del buf
+        except BaseException as exc:
+            self._discard(shm)
+            if isinstance(exc, OSError):
+                raise ConnectorError(
+                    f"put({key!r}): cannot fill segment {name!r} ({size} bytes): {exc}; nothing "
+                    f"was stored. Is {_SHM_DIR} full? (df -h {_SHM_DIR})"
+                ) from exc
+            raise
+        shm.close()
+        with self._lock:
+            self._created.add(name)
+            if len(self._created) >= self._prune_at:
+                self._prune_locked()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The committed value under *key* (consumed by default), or ``None``."""
+        check_key(key, "get")
+        self._check_open("get")
+        name = self.segment_name(key)
+        try:
+            shm = _attach(name)
+        except FileNotFoundError:
+            return None
+        except ValueError:  # an empty segment: a put has created it but not sized it yet
+            return None
+        try:
+            data = self._read(shm, key)
+            if data is None:
+                return None
+            value = decode_value(self.serializer, key, data)
+            if self.consume_on_get:
+                try:
+                    _unlink(shm)
+                except FileNotFoundError:  # another consumer took it first
+                    return None
+            return value
+        finally:
+            shm.close()
+
+    def _read(self, shm: shared_memory.SharedMemory, key: str) -> bytes | None:
+        buf = shm.buf
+        try:
+            if len(buf) < HEADER.size:
+                return None
+            magic, state, _, _, _, key_len, data_len, crc = HEADER.unpack_from(buf, 0)
+            if state != COMMITTED:
+                return None  # being written (or its writer died): not there yet
+            end = HEADER.size + key_len + data_len
+            if magic != MAGIC or end > len(buf):
+                raise ShmCorrupt(
+                    f"get({key!r}): segment {shm.name!r} is not a chunk-adapter segment; "
+                    f"another program uses namespace {self.namespace!r}: pick another namespace"
+                )
+            raw_key = bytes(buf[HEADER.size : HEADER.size + key_len])
+            if raw_key != key.encode("utf-8", "surrogatepass"):
+                raise ShmCorrupt(
+                    f"get({key!r}): segment {shm.name!r} holds key {raw_key!r} (a digest "
+                    "collision); use another namespace for one of the two keys"
+                )
+            data = bytes(buf[HEADER.size + key_len : end])
+            if zlib.crc32(data, zlib.crc32(raw_key)) != crc:
+                raise ShmCorrupt(f"get({key!r}): segment {shm.name!r} fails its CRC check")
+            return data
+        finally:
+            del buf
+
+    # ----------------------------------------------------------- maintenance
+    def _discard(self, shm: shared_memory.SharedMemory) -> None:
+        shm.close()
+        try:
+            _unlink(shm)
+        except FileNotFoundError:
+            pass
+
+    def _owned(self, name: str) -> shared_memory.SharedMemory | None:
+        """The segment *name* if it exists and this connector wrote it, else ``None``."""
+        try:
+            shm = _attach(name)
+        except (FileNotFoundError, ValueError):
+            return None
+        buf = shm.buf
+        mine = len(buf) >= HEADER.size and HEADER.unpack_from(buf, 0)[4] == self._writer
+        del buf
+        if not mine:
+            shm.close()
+            return None
+        return shm
+
+    def _prune_locked(self) -> None:
+        """Forget consumed segments (called with ``_lock`` held, when the set doubled)."""
+        alive = set()
+        for name in self._created:
+            shm = self._owned(name)
+            if shm is not None:
+                shm.close()
+                alive.add(name)
+        self._created = alive
+        self._prune_at = max(1024, 2 * len(alive))
+
+    def pending(self) -> int:
+        """How many of this connector's puts may still be unconsumed (an upper bound)."""
+        with self._lock:
+            return len(self._created)
+
+    def close(self) -> None:
+        """Unlink every segment this connector put that nobody consumed. Idempotent."""
+        with self._lock:
+            names, self._created, self._closed = self._created, set(), True
+        for name in names:
+            shm = self._owned(name)
+            if shm is not None:
+                self._discard(shm)
+
+    def _check_open(self, op: str) -> None:
+        if self._closed:
+            raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
+
+    def segments(self) -> list[str]:
+        """Names of the segments in this namespace now (Linux: listed from /dev/shm)."""
+        if not os.path.isdir(_SHM_DIR):
+            raise ConnectorError(
+                f"listing segments needs {_SHM_DIR} (Linux); this platform has none"
+            )
+        return sorted(n for n in os.listdir(_SHM_DIR) if n.startswith(self.namespace + "."))
+
+    def purge(self, older_than: float | None = None) -> int:
+        """Unlink the namespace's segments (only those older than *older_than* seconds).
+
+        The shared-memory analogue of a TTL: run it when a sender died and its
+        unconsumed or half-written segments must go. Returns how many it removed.
+        """
+        now, removed = time.time(), 0
+        for name in self.segments():
+            try:
+                shm = _attach(name)
+            except (FileNotFoundError, ValueError):
+                continue
+            buf = shm.buf
+            created = HEADER.unpack_from(buf, 0)[2] if len(buf) >= HEADER.size else 0.0
+            del buf
+            if older_than is not None and now - created < older_than:
+                shm.close()
+                continue
+            self._discard(shm)
+            removed += 1
+        return removed
+
+    def __enter__(self) -> SharedMemoryConnector:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"SharedMemoryConnector({self.namespace!r}, consume_on_get={self.consume_on_get}, "
+            f"serializer={self.serializer.name})"
+        )

@@ -1,0 +1,243 @@
+"""Receiver-side oracles: what ``poll_ready`` handed out, per registration (R2, R12–R16, R23).
+
+Each registration's deliveries (everything ``poll_ready`` returned for the
+request while it was registered, in order) must be the values of one chain of
+successful gets of chunk ids 0, 1, 2, ..., each get begun after the
+registration's ``load_async`` began and after the previous one ended: so no
+value fetched for a cleaned-up registration, nothing twice, nothing out of
+order, nothing past the final.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from ..history import ConnectorOp
+from .timeline import Registration, Timeline, split_key
+from .violations import Violation
+
+__all__ = ["check_receiver"]
+
+
+def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
+    out: list[Violation] = list(_poll_shapes(tl))
+    out += _stray(tl)
+    receivers = {c.adapter for c in tl.calls if c.call == "load_async"}
+    live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
+    for rid in tl.receiver_ids():
+        gets = tl.gets.get(rid, [])
+        out += _no_get_past_final(rid, gets, tl.registrations.get(rid, []))
+        out += _gets_return_puts(rid, gets, tl.puts.get(rid, []))
+        by_id: dict[int, list[ConnectorOp]] = defaultdict(list)
+        for g in gets:
+            parsed = split_key(g.key)
+            if parsed is not None and g.outcome == "ok":
+                by_id[parsed[2]].append(g)
+        regs = tl.registrations.get(rid, [])
+        for n, reg in enumerate(regs):
+            last = n == len(regs) - 1 and reg.cleanup is None
+            out += _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last).run()
+    return out
+
+
+def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
+    """R15: a request with nothing new is absent; values come as lists of dicts."""
+    for c in tl.calls:
+        if c.call != "poll_ready" or c.error is not None:
+            continue
+        if not isinstance(c.result, dict):
+            yield Violation("R15", f"poll_ready must return a dict, got {c.result!r}")
+            continue
+        for rid, values in c.result.items():
+            if not isinstance(values, list) or not values:
+                yield Violation(
+                    "R15",
+                    f"poll_ready returned {values!r} for a request; a request with nothing new "
+                    "must be absent and the others map to a non-empty list",
+                    rid,
+                )
+            else:
+                for v in values:
+                    if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
+                        yield Violation(
+                            "R2", f"poll_ready handed out {v!r}, not the dict that was put", rid
+                        )
+
+
+def _stray(tl: Timeline) -> Iterator[Violation]:
+    """R16/R12: nothing is handed out for a request that is not registered."""
+    for rid, d in tl.stray:
+        cleaned = any(
+            r.cleanup is not None and r.cleanup.end < d.poll.begin
+            for r in tl.registrations.get(rid, [])
+        )
+        if cleaned:
+            yield Violation(
+                "R16",
+                f"poll_ready handed out {d.value!r} after cleanup_receiver returned and before "
+                "any new load_async",
+                rid,
+            )
+        else:
+            yield Violation(
+                "R12", f"poll_ready handed out {d.value!r} for a request never registered", rid
+            )
+
+
+def _no_get_past_final(
+    rid: str, gets: list[ConnectorOp], regs: list[Registration]
+) -> Iterator[Violation]:
+    """R13: after a get that returned the final, no get of the request until a new registration."""
+    loads = sorted(r.load.begin for r in regs)
+    begins = [g.begin for g in gets]
+    for g in gets:
+        if g.outcome != "ok" or not (isinstance(g.value, dict) and g.value.get("finished") is True):
+            continue
+        nxt = bisect.bisect_right(loads, g.begin)
+        limit = loads[nxt] if nxt < len(loads) else 1 << 62
+        i = bisect.bisect_right(begins, g.end)
+        if i < len(gets) and gets[i].begin < limit:
+            yield Violation(
+                "R13",
+                f"get of {gets[i].key!r} after the get of {g.key!r} returned the final chunk, "
+                "with no new registration in between (a finished registration is never polled "
+                "again)",
+                rid,
+                gets[i].key,
+            )
+            return
+
+
+def _gets_return_puts(
+    rid: str, gets: list[ConnectorOp], puts: list[ConnectorOp]
+) -> Iterator[Violation]:
+    """R2: a value got is a value put under that key (checked when the puts are recorded)."""
+    put_values: dict[str, list[ConnectorOp]] = defaultdict(list)
+    for p in puts:
+        if p.outcome == "ok":
+            put_values[p.key].append(p)
+    for g in gets:
+        if g.outcome != "ok" or g.key not in put_values:
+            continue
+        if not any(p.begin < g.end and p.value == g.value for p in put_values[g.key]):
+            yield Violation(
+                "R2", f"get returned {g.value!r}, which was never put there", rid, g.key
+            )
+
+
+class _Chain:
+    """Matches one registration's deliveries to a chain of gets (module doc)."""
+
+    def __init__(
+        self,
+        rid: str,
+        reg: Registration,
+        by_id: dict[int, list[ConnectorOp]],
+        puts: list[ConnectorOp],
+        live: bool,
+    ) -> None:
+        self.rid = rid
+        self.reg = reg
+        self.by_id = by_id
+        self.puts = puts
+        self.live = live
+
+    def run(self) -> list[Violation]:
+        out: list[Violation] = []
+        last_end = self.reg.load.begin
+        ds = self.reg.deliveries
+        for c, d in enumerate(ds):
+            if c > 0 and _finished(ds[c - 1].value):
+                out.append(
+                    Violation(
+                        "R13",
+                        f"poll_ready handed out {d.value!r} after this registration's final chunk",
+                        self.rid,
+                    )
+                )
+                return out
+            g = next(
+                (
+                    g
+                    for g in self.by_id.get(c, [])
+                    if g.begin > last_end and g.end < d.poll.end and g.value == d.value
+                ),
+                None,
+            )
+            if g is None:
+                out.append(self._unexplained(c, d.value, [x.value for x in ds[:c]]))
+                return out
+            last_end = g.end
+        if self.live:
+            out += self._liveness(len(ds), last_end)
+        return out
+
+    def _unexplained(self, c: int, value: Any, before: list[Any]) -> Violation:
+        load = self.reg.load.begin
+        if any(value == b for b in before):
+            return Violation(
+                "R15",
+                f"chunk {value!r} was handed out again as chunk {c} of the same registration "
+                "(poll_ready must swap out what it returns; exactly once, R14)",
+                self.rid,
+            )
+        same = [g for gs in self.by_id.values() for g in gs if g.value == value]
+        if any(g.begin < load for g in same):
+            return Violation(
+                "R16",
+                f"chunk {c} handed out ({value!r}) was fetched by a get that began before this "
+                "registration's load_async: a value of a cleaned-up registration crossed the "
+                "commit fence",
+                self.rid,
+            )
+        if same:
+            return Violation(
+                "R14",
+                f"chunk {value!r} handed out as chunk {c} of the registration, but it was got "
+                f"under key(s) {sorted({g.key for g in same})!r}: not in id order",
+                self.rid,
+            )
+        return Violation(
+            "R14",
+            f"chunk {c} handed out ({value!r}) matches no value got for this request",
+            self.rid,
+        )
+
+    def _liveness(self, n: int, last_end: int) -> list[Violation]:
+        """R14/R23 after quiescence: the registration's next chunk is not stuck."""
+        if n and _finished(self.reg.deliveries[-1].value):
+            return []
+        for g in self.by_id.get(n, []):
+            if g.begin > last_end:
+                return [
+                    Violation(
+                        "R14",
+                        f"chunk {n} was got ({g.value!r}) for the registration but never handed "
+                        "out by poll_ready (after quiescence)",
+                        self.rid,
+                        g.key,
+                    )
+                ]
+        for p in self.puts:
+            parsed = split_key(p.key)
+            if p.outcome != "ok" or parsed is None or parsed[2] != n:
+                continue
+            consumed = any(g.end > p.begin for g in self.by_id.get(n, []))
+            if not consumed:
+                return [
+                    Violation(
+                        "R23",
+                        f"chunk {n} ({p.value!r}) was put but the registration never received it "
+                        "(after quiescence)",
+                        self.rid,
+                        p.key,
+                    )
+                ]
+        return []
+
+
+def _finished(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("finished") is True

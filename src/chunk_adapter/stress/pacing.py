@@ -1,0 +1,181 @@
+"""Pacing scenarios (R17): no busy polling, no head-of-line blocking, idle means idle.
+
+These measure the adapter's own threads, so they run over a bare
+``MemoryConnector`` with only a cheap get counter around it (the recording
+wrappers would dominate the CPU they measure).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from ..connectors import MemoryConnector
+from ..factory import AdapterFactory, AdapterLike
+from .measure import CountingConnector, measure_window
+from .report import DEFAULT_SEED, StressReport
+from .rig import Watch, make_adapter, setting
+from .scheduler import timed_stop
+
+__all__ = ["head_of_line", "idle_polling"]
+
+_SETTLE = 5.0  # seconds allowed for the first polls of freshly registered requests
+
+
+def _bare(factory: AdapterFactory, notify: bool) -> tuple[AdapterLike, CountingConnector, Watch]:
+    counting = CountingConnector(MemoryConnector(notify=notify))
+    watch = Watch(counting)
+    return make_adapter(factory, watch), counting, watch
+
+
+def idle_polling(
+    factory: AdapterFactory,
+    *,
+    seed: int = DEFAULT_SEED,
+    idle_requests: int = 10,
+    seconds: float = 1.0,
+    notify: bool = False,
+    max_cpu_per_second: float = 0.5,
+    rate_factor: float = 5.0,
+) -> StressReport:
+    """Register *idle_requests* requests that never get data; measure for *seconds*.
+
+    Fails (R17) if the background threads use more than *max_cpu_per_second*
+    CPU seconds per second, or poll an idle request more than *rate_factor*
+    times per configured ``idle_backoff`` (default 1 ms: 5000 gets/s). With
+    ``idle_requests=0`` the adapter must make no get at all and stay under a
+    tenth of *max_cpu_per_second*.
+    """
+    report = StressReport(
+        "idle_polling",
+        {
+            "seed": seed,
+            "idle_requests": idle_requests,
+            "seconds": seconds,
+            "notify": notify,
+            "max_cpu_per_second": max_cpu_per_second,
+            "rate_factor": rate_factor,
+        },
+    )
+    before = set(threading.enumerate())
+    adapter, counting, watch = _bare(factory, notify)
+
+    def threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
+    try:
+        rng = random.Random(seed)
+        names = [f"idle-{i}" for i in range(idle_requests)]
+        rng.shuffle(names)
+        for name in names:
+            adapter.load_async(name)
+        if not watch.wait_for(lambda: counting.gets >= idle_requests, _SETTLE):
+            report.fail(
+                "R23",
+                f"only {counting.gets} gets in {_SETTLE}s after registering "
+                f"{idle_requests} requests: registered requests are not polled",
+            )
+        window = measure_window(threads, lambda: counting.gets, seconds)
+    finally:
+        stopped = timed_stop(adapter.stop, 10.0)
+    backoff = setting(adapter, "idle_backoff", 0.001)
+    report.measure("cpu_seconds_per_second", window.cpu_per_second)
+    report.measure("gets_per_second", window.gets_per_second)
+    if stopped.elapsed is not None:
+        report.measure("stop_seconds", stopped.elapsed)
+    if idle_requests:
+        per_request = window.gets_per_second / idle_requests
+        report.measure("gets_per_second_per_request", per_request)
+        limit = rate_factor / backoff if backoff > 0 else rate_factor / 0.001
+        if per_request > limit:
+            report.fail(
+                "R17",
+                f"{per_request:.0f} gets/s per idle request with {idle_requests} idle requests "
+                f"(bound {limit:.0f}/s = {rate_factor} per idle_backoff {backoff}s): busy polling",
+            )
+        if window.cpu_per_second > max_cpu_per_second:
+            report.fail(
+                "R17",
+                f"background threads used {window.cpu_per_second:.3f} CPU s/s with "
+                f"{idle_requests} idle requests (bound {max_cpu_per_second}): busy loop",
+            )
+    else:
+        if window.gets:
+            report.fail("R17", f"{window.gets} gets in {seconds}s with no request registered")
+        if window.cpu_per_second > max_cpu_per_second / 10:
+            report.fail(
+                "R17",
+                f"an adapter with no requests used {window.cpu_per_second:.3f} CPU s/s "
+                f"(bound {max_cpu_per_second / 10}): not idle",
+            )
+    return report
+
+
+def head_of_line(
+    factory: AdapterFactory,
+    *,
+    seed: int = DEFAULT_SEED,
+    idle_requests: int = 200,
+    hot_requests: int = 5,
+    chunks: int = 3,
+    notify: bool = False,
+    bound: float = 0.5,
+) -> StressReport:
+    """With *idle_requests* registered and silent, requests that do have data are
+    delivered within *bound* seconds of their final save (R17: no request waits
+    behind another). Hot requests register after the idle ones, in seeded order.
+    """
+    report = StressReport(
+        "head_of_line",
+        {
+            "seed": seed,
+            "idle_requests": idle_requests,
+            "hot_requests": hot_requests,
+            "chunks": chunks,
+            "notify": notify,
+            "bound": bound,
+        },
+    )
+    adapter, counting, watch = _bare(factory, notify)
+    rng = random.Random(seed)
+    worst = 0.0
+    try:
+        idle = [f"idle-{i}" for i in range(idle_requests)]
+        rng.shuffle(idle)
+        for name in idle:
+            adapter.load_async(name)
+        watch.wait_for(lambda: counting.gets >= idle_requests, _SETTLE)
+        received: dict[str, list[Any]] = {}
+        for h in range(hot_requests):
+            hot = f"hot-{h}-{rng.randrange(10**6)}"
+            if rng.random() < 0.5:
+                adapter.load_async(hot)
+            for n in range(chunks):
+                adapter.save_async(hot, f"{hot}#{n}", n == chunks - 1)
+            adapter.load_async(hot)  # idempotent if it was registered above (R12)
+            start = time.monotonic()
+
+            def delivered(hot: str = hot) -> bool:
+                for rid, values in adapter.poll_ready().items():
+                    received.setdefault(rid, []).extend(values)
+                got = received.get(hot, [])
+                return bool(got) and got[-1].get("finished") is True
+
+            if not watch.wait_for(delivered, bound):
+                report.fail(
+                    "R17",
+                    f"request {hot!r} with all {chunks} chunks put was not delivered within "
+                    f"{bound}s while {idle_requests} other registered requests had no data "
+                    f"(got {len(received.get(hot, []))} chunks): head-of-line blocking",
+                )
+                break
+            worst = max(worst, time.monotonic() - start)
+            adapter.cleanup_receiver(hot)
+    finally:
+        stopped = timed_stop(adapter.stop, 10.0)
+    report.measure("worst_delivery_seconds", worst)
+    if stopped.elapsed is not None:
+        report.measure("stop_seconds", stopped.elapsed)
+    return report

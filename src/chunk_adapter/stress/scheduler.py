@@ -1,0 +1,144 @@
+"""The scheduler thread's side of a scenario: timed, recorded calls and a bounded stop.
+
+:class:`Scheduler` makes every scheduler call through the oracles'
+:class:`~chunk_adapter.oracles.records.RecordedAdapter` (so the oracles see
+them) and times each one with ``perf_counter`` (R3: the scheduler never waits).
+:func:`timed_stop` runs ``stop()`` on a helper daemon thread and waits for it
+with a timeout, so a ``stop()`` that never returns is a finding, not a hang.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..factory import AdapterLike
+from ..history import History
+from ..oracles.records import RecordedAdapter
+from .rig import HELPER_PREFIX
+
+__all__ = ["CallTiming", "Scheduler", "StopOutcome", "timed_stop"]
+
+
+@dataclass
+class CallTiming:
+    """How long the scheduler's calls took: the slowest per call name, and every slow one."""
+
+    bound: float
+    calls: int = 0
+    slowest: dict[str, float] = field(default_factory=dict)
+    slow: list[tuple[float, str, str | None]] = field(default_factory=list)
+
+    def add(self, name: str, request_id: str | None, elapsed: float) -> None:
+        self.calls += 1
+        if elapsed > self.slowest.get(name, 0.0):
+            self.slowest[name] = elapsed
+        if elapsed > self.bound:
+            self.slow.append((elapsed, name, request_id))
+
+    @property
+    def worst(self) -> float:
+        return max(self.slowest.values(), default=0.0)
+
+
+class Scheduler:
+    """Drives one adapter as a scheduler thread would (see module doc).
+
+    ``received`` accumulates every ``poll_ready`` result per request;
+    ``finished`` holds the requests whose final chunk was handed out.
+    """
+
+    def __init__(self, adapter: AdapterLike, history: History, call_bound: float = 0.05) -> None:
+        self.adapter = adapter
+        self.recorded = RecordedAdapter(adapter, history)
+        self.timing = CallTiming(call_bound)
+        self.received: dict[str, list[dict[str, Any]]] = {}
+        self.finished: set[str] = set()
+
+    def _timed(self, name: str, request_id: str | None, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.timing.add(name, request_id, time.perf_counter() - start)
+
+    def save(self, request_id: str, obj: Any, is_final: bool) -> None:
+        self._timed(
+            "save_async", request_id, lambda: self.recorded.save_async(request_id, obj, is_final)
+        )
+
+    def cancel(self, request_id: str) -> None:
+        self._timed("cancel_sender", request_id, lambda: self.recorded.cancel_sender(request_id))
+
+    def load(self, request_id: str) -> None:
+        self._timed("load_async", request_id, lambda: self.recorded.load_async(request_id))
+
+    def cleanup(self, request_id: str) -> None:
+        self._timed(
+            "cleanup_receiver", request_id, lambda: self.recorded.cleanup_receiver(request_id)
+        )
+
+    def drain(self) -> int:
+        """One ``poll_ready``; returns how many chunks it handed out."""
+        ready: dict[str, list[dict[str, Any]]] = self._timed(
+            "poll_ready", None, self.recorded.poll_ready
+        )
+        count = 0
+        for request_id, values in ready.items():
+            self.received.setdefault(request_id, []).extend(values)
+            count += len(values)
+            if any(isinstance(v, dict) and v.get("finished") is True for v in values):
+                self.finished.add(request_id)
+        return count
+
+    def stats(self) -> Any | None:
+        """The adapter's ``stats()`` if it has one (the reference adapter does), else None."""
+        fn = getattr(self.adapter, "stats", None)
+        return fn() if callable(fn) else None
+
+
+@dataclass
+class StopOutcome:
+    """What a bounded ``stop()`` did: ``elapsed`` is None when it had not returned in time."""
+
+    elapsed: float | None
+    error: BaseException | None
+    thread: threading.Thread
+    end_seq: int | None = None
+
+    @property
+    def returned(self) -> bool:
+        return self.elapsed is not None
+
+
+def timed_stop(
+    stop: Callable[[], None], timeout: float, history: History | None = None
+) -> StopOutcome:
+    """Call *stop* on a helper daemon thread; wait at most *timeout* seconds for it.
+
+    With a *history*, ``end_seq`` is a sequence number taken right after
+    ``stop`` returned: a put whose ``begin`` is later started after ``stop()``.
+    """
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        start = time.perf_counter()
+        try:
+            stop()
+        except BaseException as exc:  # reported as a finding by the caller
+            box["error"] = exc
+        finally:
+            box["elapsed"] = time.perf_counter() - start
+            if history is not None:
+                box["end_seq"] = history.tick()
+            done.set()
+
+    thread = threading.Thread(target=run, name=f"{HELPER_PREFIX}stop", daemon=True)
+    thread.start()
+    if not done.wait(timeout):
+        return StopOutcome(None, None, thread)
+    return StopOutcome(box["elapsed"], box.get("error"), thread, box.get("end_seq"))

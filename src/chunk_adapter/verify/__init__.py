@@ -1,0 +1,23 @@
+"""``chunk-adapter verify``: run the whole suite against one adapter, get a verdict.
+
+Use :func:`verify` from Python, or the command line. :func:`check_adapter` is
+the one call for a user's own test file: it raises ``ContractViolation`` with
+the report when the adapter breaks the contract.
+"""
+
+from .api import ContractViolation, check_adapter
+from .report import VerifyReport
+from .result import RULES, CheckResult
+from .runner import PROFILES, verify
+from .stages import STAGES
+
+__all__ = [
+    "PROFILES",
+    "RULES",
+    "STAGES",
+    "CheckResult",
+    "ContractViolation",
+    "VerifyReport",
+    "check_adapter",
+    "verify",
+]

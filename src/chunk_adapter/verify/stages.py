@@ -1,0 +1,65 @@
+"""The verify stages, cheapest first, and what each needs to run.
+
+A stage is a function ``run(factory, ctx) -> Iterable[CheckResult]`` (a
+generator, so results are reported as they come); it runs in a
+worker process of its own (:mod:`chunk_adapter.verify.worker`), so an adapter
+that hangs, spins or leaks threads cannot touch the next stage or the tool.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..factory import AdapterFactory
+from .result import CheckResult
+
+__all__ = ["STAGES", "Stage", "StageContext", "stage_names"]
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage is told: who it verifies and with what budget."""
+
+    adapter_spec: str
+    profile: str
+    seed: int
+    seconds: float
+    replay_prefix: str  # "chunk-adapter verify --adapter X --profile P --seed N"
+    # Called with a check's name just before it runs, so a killed worker's
+    # report can say which check hung.
+    announce: Callable[[str], None] = field(default=lambda name: None)
+
+
+StageFn = Callable[[AdapterFactory, StageContext], Iterable[CheckResult]]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    target: str  # "module:function", imported in the worker only
+    share: float  # share of the remaining budget this stage may use
+    what: str
+
+    def load(self) -> StageFn:
+        module, attr = self.target.split(":")
+        fn: StageFn = getattr(importlib.import_module(module), attr)
+        return fn
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage(
+        "examples",
+        "chunk_adapter.verify.stage_fns:examples",
+        0.15,
+        "worked examples and per-rule probes",
+    ),
+    Stage("stateful", "chunk_adapter.verify.stage_fns:stateful", 0.40, "Hypothesis state machines"),
+    Stage("stress", "chunk_adapter.verify.stage_fns:stress", 0.45, "stress and fault injection"),
+    Stage("explore", "chunk_adapter.verify.stage_fns:explore", 1.0, "interleaving explorer"),
+)
+
+
+def stage_names() -> list[str]:
+    return [stage.name for stage in STAGES]
