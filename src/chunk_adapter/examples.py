@@ -13,7 +13,7 @@ from typing import Any
 
 from .connectors import GatedBuilder, MemoryConnector, RecordingConnector
 from .factory import AdapterFactory, AdapterLike
-from .verify.bounded import bounded, wait_until
+from .verify.bounded import bounded, stopping, wait_until
 
 __all__ = ["EXAMPLES", "ExampleOutcome", "example_2", "example_3"]
 
@@ -56,16 +56,11 @@ def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> No
     )
 
 
-def _stop(*adapters: AdapterLike) -> None:
-    for adapter in adapters:
-        bounded(adapter.stop, CALL, "stop()")
-
-
 def example_2(factory: AdapterFactory) -> ExampleOutcome:
     out = ExampleOutcome("Example 2 — snapshots, and poll_ready drains", ("R2", "R4", "R9", "R15"))
     conn = RecordingConnector(MemoryConnector())
     snd, rcv = _pair(factory, conn)
-    try:
+    with stopping(snd, rcv, seconds=CALL):
         live = ["a"]
         bounded(lambda: rcv.load_async("v"), CALL, "load_async('v')")
         bounded(lambda: snd.save_async("v", live, False), CALL, "save_async('v', ...)")
@@ -112,8 +107,6 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
             third == [{"data": 3, "finished": True}],
             f"R2: q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
         )
-    finally:
-        _stop(snd, rcv)
     return out
 
 
@@ -129,7 +122,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
     builder = GatedBuilder()
     gate = builder.hold(predicate=lambda rid, snap, final: snap == "p0")
     snd, rcv = _pair(factory, conn, builder)
-    try:
+    with stopping(snd, rcv, seconds=CALL, first=builder.release_all):
         bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
         bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
         if not gate.wait_started(ARRIVE):
@@ -142,9 +135,6 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         gate.release()
         got: list[dict[str, Any]] = []
         wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'")
-    finally:
-        builder.release_all()
-        _stop(snd, rcv)
     out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
     both = [
         (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),

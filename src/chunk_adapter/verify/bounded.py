@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
-__all__ = ["Hang", "bounded", "wait_until"]
+__all__ = ["Hang", "bounded", "stopping", "wait_until"]
 
 T = TypeVar("T")
 
@@ -50,3 +51,25 @@ def wait_until(predicate: Callable[[], bool], seconds: float, what: str) -> None
         if time.monotonic() > deadline:
             raise Hang(f"{what} did not happen within {seconds:g} s")
         time.sleep(0.001)
+
+
+@contextmanager
+def stopping(
+    *adapters: Any, seconds: float = 2.0, first: Callable[[], None] = lambda: None
+) -> Iterator[None]:
+    """Stop *adapters* (bounded) when the block ends, after calling *first* (release gates).
+
+    After a failure in the block they are stopped quietly, so the first
+    finding stands instead of a hang in the clean-up hiding it.
+    """
+    try:
+        yield
+    except BaseException:
+        first()
+        for adapter in adapters:
+            with suppress(Exception):
+                bounded(adapter.stop, seconds, "stop()")
+        raise
+    first()
+    for adapter in adapters:
+        bounded(adapter.stop, seconds, "stop()")

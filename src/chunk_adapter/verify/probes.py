@@ -17,7 +17,7 @@ from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, Recordin
 from ..examples import ARRIVE, CALL, EXAMPLES
 from ..factory import AdapterFactory
 from ..history import BuildCall
-from .bounded import Hang, bounded, wait_until
+from .bounded import Hang, bounded, stopping, wait_until
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -36,7 +36,7 @@ def probe_bad_input(factory: AdapterFactory) -> None:
     """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
     conn = RecordingConnector(MemoryConnector())
     snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
-    try:
+    with stopping(snd, seconds=CALL):
         calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
             ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
             ("save_async('b', 'x', 1)", lambda: snd.save_async("b", "x", 1), TypeError),  # type: ignore[arg-type]
@@ -61,8 +61,6 @@ def probe_bad_input(factory: AdapterFactory) -> None:
             f"R21: after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
             "a rejected save_async queued something"
         )
-    finally:
-        bounded(snd.stop, CALL, "stop()")
 
 
 def probe_stop(factory: AdapterFactory) -> None:
@@ -104,7 +102,7 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
     conn = RecordingConnector(gated)
     snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
     rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory")
-    try:
+    with stopping(snd, rcv, seconds=STOP_BLOCKED, first=gated.release_all):
         bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
         wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
         gate = gated.hold_get("c_0_0")
@@ -133,10 +131,6 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
         assert seen["c"] == [{"data": "old", "finished": False}], (
             f"R16: a new registration of 'c' got {seen['c']}, expected chunk 0 once"
         )
-    finally:
-        gated.release_all()
-        bounded(snd.stop, STOP_BLOCKED, "stop()")
-        bounded(rcv.stop, STOP_BLOCKED, "stop()")
 
 
 def probe_stop_blocked_build(factory: AdapterFactory) -> None:
@@ -170,13 +164,17 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
 def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     """The evidence line and the rules for an exception out of a check.
 
-    A failed assertion names its rule. A hang names R3 (a call that must not
-    block) unless it says otherwise; a chunk that never came is R23. Any other
+    A failed assertion names its rule. A hung ``stop()`` is R18, any other hung
+    call R3 (it must not block); a chunk that never came is R23. Any other
     exception is the adapter raising where it must not: no rule, but a failure.
     """
     if isinstance(exc, Hang):
         text = str(exc)
-        return text, rules_named_in(text) or (("R3",) if "did not return" in text else ("R23",))
+        if rules_named_in(text):
+            return text, rules_named_in(text)
+        if text.startswith("stop()"):
+            return text, ("R18",)
+        return text, ("R3",) if "did not return" in text else ("R23",)
     if isinstance(exc, AssertionError):
         return str(exc), rules_named_in(str(exc)) or rules
     return f"the adapter raised {exc!r}", ()
@@ -185,7 +183,11 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, tuple[str, ..
 def run_probes(
     factory: AdapterFactory, replay: str, announce: Callable[[str], None] = lambda name: None
 ) -> Iterator[CheckResult]:
-    """The examples stage: Examples 2 and 3, then the probes; every failure named by rule."""
+    """The examples stage: Examples 2 and 3, then the probes; every failure named by rule.
+
+    The stage ends at its first failure (the rest would mostly repeat it, and a
+    hanging adapter makes each check cost its bounds).
+    """
     for example in EXAMPLES:
         announce(example.__name__)
         start = time.monotonic()
@@ -210,6 +212,8 @@ def run_probes(
                 time.monotonic() - start,
             )
         )
+        if verdict == "fail":
+            return
     for name, rules, probe in PROBES:
         announce(name)
         start = time.monotonic()
@@ -221,7 +225,7 @@ def run_probes(
                 "examples", name, named, "fail", message, replay=replay,
                 seconds=time.monotonic() - start,
             )  # fmt: skip
-            continue
+            return
         yield CheckResult(
             "examples", name, rules, "pass", probe.__doc__ or name,
             seconds=time.monotonic() - start,

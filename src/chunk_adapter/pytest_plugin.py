@@ -1,0 +1,81 @@
+"""The pytest plugin (entry point ``pytest11``): ``--adapter`` and the conformance suite.
+
+``pytest --adapter pkg.mod:factory`` makes the ``adapter_factory`` fixture
+build that adapter, and the report header shows the flags in effect, ready to
+paste back. ``pytest --adapter pkg.mod:factory --pyargs chunk_adapter.conformance``
+runs the conformance suite (every verify stage) against it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .factory import REFERENCE, AdapterFactory, load_factory
+
+__all__ = ["ADAPTER_HELP", "PROFILE_HELP", "SEED_HELP"]
+
+ADAPTER_HELP = (
+    "adapter factory to verify, as package.module:factory "
+    f"(default: the reference adapter, {REFERENCE}; ini: chunk_adapter)"
+)
+PROFILE_HELP = "verification profile: quick, ci or hunt (default: env CHUNK_ADAPTER_PROFILE or ci)"
+SEED_HELP = "seed of every random choice in the conformance suite (default: 0)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("chunk-adapter")
+    group.addoption("--adapter", default=None, help=ADAPTER_HELP)
+    group.addoption("--chunk-profile", default=None, help=PROFILE_HELP)
+    group.addoption("--chunk-seed", type=int, default=None, help=SEED_HELP)
+    parser.addini("chunk_adapter", ADAPTER_HELP)
+    parser.addini("chunk_profile", PROFILE_HELP)
+
+
+def _spec(config: pytest.Config) -> str:
+    spec = config.getoption("--adapter") or config.getini("chunk_adapter") or REFERENCE
+    return str(spec)
+
+
+def _profile(config: pytest.Config) -> str:
+    return str(
+        config.getoption("--chunk-profile")
+        or config.getini("chunk_profile")
+        or os.environ.get("CHUNK_ADAPTER_PROFILE")
+        or "ci"
+    )
+
+
+def _seed(config: pytest.Config) -> int:
+    seed = config.getoption("--chunk-seed")
+    return int(seed) if seed is not None else 0
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (
+        f"chunk-adapter: --adapter {_spec(config)} --chunk-profile {_profile(config)} "
+        f"--chunk-seed {_seed(config)}"
+    )
+
+
+@pytest.fixture(scope="session")
+def adapter_spec(pytestconfig: pytest.Config) -> str:
+    """The ``pkg.mod:factory`` string of the adapter under test."""
+    return _spec(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def adapter_factory(adapter_spec: str) -> AdapterFactory:
+    """The factory named by ``--adapter`` (the reference adapter by default)."""
+    return load_factory(adapter_spec)
+
+
+@pytest.fixture(scope="session")
+def chunk_profile(pytestconfig: pytest.Config) -> str:
+    return _profile(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def chunk_seed(pytestconfig: pytest.Config) -> int:
+    return _seed(pytestconfig)
