@@ -56,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument("--json", metavar="FILE", help="also write a JSON report")
+    bench = commands.add_parser(
+        "bench", help="benchmark the adapter per connector, polling vs event-driven"
+    )
+    bench.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
+    bench.add_argument(
+        "--connector", action="append", help="connector to bench (repeatable; default: all)"
+    )
+    bench.add_argument("--quick", action="store_true", help="smaller sizes (about 20 s)")
     return parser
 
 
@@ -98,6 +106,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(sys.stdout)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "bench":
+        from pathlib import Path
+
+        from .bench import CONNECTORS, run_bench
+
+        names = args.connector or list(CONNECTORS)
+        unknown = sorted(set(names) - set(CONNECTORS))
+        if unknown:
+            print(f"chunk-adapter bench: unknown connector(s) {unknown}; "
+                  f"choose from {sorted(CONNECTORS)}", file=sys.stderr)  # fmt: skip
+            return 2
+        run_bench(Path(args.out), names, args.quick, sys.stdout)
+        return 0
     parser.print_help()
     return 2
 

@@ -1,0 +1,133 @@
+"""``chunk-adapter bench``: every row for every connector, polling vs event-driven.
+
+Writes ``bench.json`` (all numbers, with the baselines measured in the same
+run and the ratios) and, where matplotlib is installed, ``bench.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..connectors.base import Connector
+from ..connectors.memory import MemoryConnector
+from . import measure
+
+__all__ = ["CONNECTORS", "run_bench"]
+
+# name -> (a context giving a connector maker for polling mode, and for event-driven mode)
+Makers = tuple[Callable[[], Connector], Callable[[], Connector] | None]
+CONNECTORS: dict[str, Callable[[], AbstractContextManager[Makers]]] = {
+    "memory": lambda: nullcontext((MemoryConnector, lambda: MemoryConnector(notify=True))),
+}
+
+
+def _sizes(quick: bool) -> dict[str, int]:
+    if quick:
+        return {"latency": 200, "save": 2000, "chunks": 2000, "idle_requests": 100}
+    return {"latency": 2000, "save": 20000, "chunks": 20000, "idle_requests": 100}
+
+
+def _rows(makers: Makers, quick: bool, say: Callable[[str], None]) -> Iterator[tuple[str, Any]]:
+    sizes = _sizes(quick)
+    idle_seconds = 1.0 if quick else 3.0
+    yield "save_cost", measure.save_cost(makers[0], sizes["save"])
+    modes = [("polling", makers[0], False)]
+    if makers[1] is not None:
+        modes.append(("event", makers[1], True))
+    for mode, make, event in modes:
+        say(f"  {mode}: latency")
+        yield f"{mode}.latency", measure.save_to_ready_latency(make, sizes["latency"], event)
+        for streams in (1, 10, 100):
+            say(f"  {mode}: throughput with {streams} stream(s)")
+            rate = measure.throughput(make, streams, sizes["chunks"], event)
+            yield f"{mode}.chunks_per_s.{streams}", rate
+        say(f"  {mode}: idle cost with {sizes['idle_requests']} registered requests")
+        yield f"{mode}.idle", measure.idle_cost(make, sizes["idle_requests"], idle_seconds, event)
+
+
+def run_bench(out_dir: Path, connectors: list[str], quick: bool, log: TextIO) -> dict[str, Any]:
+    def say(line: str) -> None:
+        print(line, file=log, flush=True)
+
+    say("baseline: bare threading.Condition hand-off")
+    baseline = measure.handoff_latency(_sizes(quick)["latency"])
+    results: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "quick": quick,
+        "baseline_handoff": baseline,
+        "connectors": {},
+    }
+    for name in connectors:
+        say(f"{name}:")
+        with CONNECTORS[name]() as makers:
+            rows = dict(_rows(makers, quick, say))
+        for mode in ("polling", "event"):
+            if f"{mode}.latency" in rows:
+                rows[f"{mode}.latency_ratio_p50"] = rows[f"{mode}.latency"]["p50"] / baseline["p50"]
+        results["connectors"][name] = rows
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
+    _summary(results, log)
+    _plot(results, out_dir / "bench.png", say)
+    return results
+
+
+def _summary(results: dict[str, Any], log: TextIO) -> None:
+    base = results["baseline_handoff"]
+    print(f"\nbaseline Condition hand-off: p50 {base['p50'] * 1e6:.0f} us, "
+          f"p99 {base['p99'] * 1e6:.0f} us", file=log)  # fmt: skip
+    for name, rows in results["connectors"].items():
+        save = rows["save_cost"]
+        print(f"{name}: save_async {save['save_async_s'] * 1e6:.1f} us = "
+              f"{save['ratio']:.2f} x deepcopy", file=log)  # fmt: skip
+        for mode in ("polling", "event"):
+            if f"{mode}.latency" not in rows:
+                continue
+            lat, idle = rows[f"{mode}.latency"], rows[f"{mode}.idle"]
+            rates = ", ".join(
+                f"{s}: {rows[f'{mode}.chunks_per_s.{s}']:.0f}/s" for s in (1, 10, 100)
+            )
+            print(
+                f"  {mode:<8} latency p50 {lat['p50'] * 1e6:.0f} us "
+                f"({rows[f'{mode}.latency_ratio_p50']:.2f} x baseline), "
+                f"p99 {lat['p99'] * 1e6:.0f} us; chunks {rates}; idle CPU {idle['cpu_per_s'] * 100:.2f} % of a core, "
+                f"{idle['gets_per_s_per_request']:.1f} gets/s per request",
+                file=log,
+            )
+
+
+def _plot(results: dict[str, Any], path: Path, say: Callable[[str], None]) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        say("(matplotlib not installed: no plot; pip install 'chunk-adapter[bench]')")
+        return
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    labels, p50, cpu, rate = [], [], [], []
+    for name, rows in results["connectors"].items():
+        for mode in ("polling", "event"):
+            if f"{mode}.latency" in rows:
+                labels.append(f"{name}\n{mode}")
+                p50.append(rows[f"{mode}.latency_ratio_p50"])
+                cpu.append(rows[f"{mode}.idle"]["cpu_per_s"] * 100)
+                rate.append(rows[f"{mode}.chunks_per_s.10"])
+    axes[0].bar(labels, p50)
+    axes[0].axhline(1.0, color="grey", linestyle="--")
+    axes[0].set_title("latency p50 / bare Condition hand-off")
+    axes[1].bar(labels, cpu)
+    axes[1].set_title("idle CPU, % of a core (100 requests)")
+    axes[2].bar(labels, rate)
+    axes[2].set_title("chunks per second (10 streams)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    say(f"plot: {path}")
