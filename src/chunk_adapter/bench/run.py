@@ -97,7 +97,8 @@ def _summary(results: dict[str, Any], log: TextIO) -> None:
             print(
                 f"  {mode:<8} latency p50 {lat['p50'] * 1e6:.0f} us "
                 f"({rows[f'{mode}.latency_ratio_p50']:.2f} x baseline), "
-                f"p99 {lat['p99'] * 1e6:.0f} us; chunks {rates}; idle CPU {idle['cpu_per_s'] * 100:.2f} % of a core, "
+                f"p99 {lat['p99'] * 1e6:.0f} us; chunks {rates}; "
+                f"idle CPU {idle['cpu_per_s'] * 100:.2f} % of a core, "
                 f"{idle['gets_per_s_per_request']:.1f} gets/s per request",
                 file=log,
             )
