@@ -86,6 +86,7 @@ class ChunkAdapter:
         snapshot: Snapshot = copy.deepcopy,
         logger: logging.Logger | None = None,
         event_driven: bool | None = None,
+        repoll_interval: float = 0.5,
     ) -> None:
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
@@ -123,6 +124,7 @@ class ChunkAdapter:
                 "has none. Pass event_driven=None to poll such connectors"
             )
         self.event_driven = subscribe is not None and event_driven is not False
+        self.repoll_interval = positive("repoll_interval", repoll_interval)
         rt = self.runtime
 
         # Set once by stop(); every loop and every sending/registering call checks it.
@@ -159,9 +161,10 @@ class ChunkAdapter:
         # Counters: each dict is guarded by its side's lock (written by that side's thread).
         self._send_counts: dict[str, int] = dict.fromkeys(_SEND_COUNTERS, 0)
         self._recv_counts: dict[str, int] = dict.fromkeys(_RECV_COUNTERS, 0)
+        # The RECV thread subscribes when it first has a request to receive (a
+        # pure sender never subscribes) and unsubscribes when it exits.
+        self._subscribe = subscribe if self.event_driven else None
         self._unsubscribe: Callable[[], None] | None = None
-        if self.event_driven and subscribe is not None:
-            self._unsubscribe = subscribe(self._on_put)
         self._threads: list[ThreadLike] = [
             rt.start_thread(self._save_loop, SAVE_THREAD),
             rt.start_thread(self._recv_loop, RECV_THREAD),
@@ -304,6 +307,13 @@ class ChunkAdapter:
                 self._recv_cond.notify()
 
     def _recv_loop(self) -> None:
+        try:
+            self._recv_rounds()
+        finally:
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+
+    def _recv_rounds(self) -> None:
         while True:
             with self._recv_cond:
                 while not self._queue and not self._stop.is_set():
@@ -312,6 +322,8 @@ class ChunkAdapter:
                     return
                 entries = len(self._queue)
                 signal = self._recv_signal
+            if self._subscribe is not None:
+                self._start_subscription()
             try:
                 progress = self._recv_round(entries)
             except Exception:  # a bug of ours must not kill the thread either (R22)
@@ -320,22 +332,32 @@ class ChunkAdapter:
             if not progress and self._idle(signal):
                 return
 
+    def _start_subscription(self) -> None:
+        """Subscribe to put notifications (once); fall back to polling if that fails."""
+        subscribe, self._subscribe = self._subscribe, None
+        try:
+            self._unsubscribe = subscribe(self._on_put) if subscribe is not None else None
+        except Exception:
+            self.log.exception("subscribe failed; receiving by polling instead")
+            self.event_driven = False
+
     def _idle(self, signal: int) -> bool:
         """Pause after a round without progress (R17); True once stop() was called.
 
         Polling: sleep ``idle_backoff``. Event-driven: wait until a put of an
         awaited key or a load_async bumped the signal, re-polling after
-        ``wait_timeout`` anyway, so a lost notification costs latency only.
+        ``repoll_interval`` anyway, so a lost notification costs latency only.
+        Each wait is at most ``wait_timeout`` and re-checks (R20).
         """
         if not self.event_driven:
             return self._stop.wait(self.idle_backoff)
-        deadline = self.runtime.monotonic() + self.wait_timeout
+        deadline = self.runtime.monotonic() + self.repoll_interval
         with self._recv_cond:
             while self._recv_signal == signal and not self._stop.is_set():
                 remaining = deadline - self.runtime.monotonic()
                 if remaining <= 0:
                     break
-                self._recv_cond.wait(remaining)
+                self._recv_cond.wait(min(remaining, self.wait_timeout))
         return self._stop.is_set()
 
     def _recv_round(self, entries: int) -> bool:
@@ -399,8 +421,6 @@ class ChunkAdapter:
         """Wake and join both threads against one deadline; idempotent (R18, R19)."""
         first = not self._stop.is_set()
         self._stop.set()
-        if first and self._unsubscribe is not None:
-            self._unsubscribe()
         for cond in (self._send_cond, self._recv_cond):
             with cond:
                 cond.notify_all()

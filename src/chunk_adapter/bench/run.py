@@ -9,21 +9,65 @@ from __future__ import annotations
 import json
 import platform
 import sys
+import uuid
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..connectors.base import Connector
 from ..connectors.memory import MemoryConnector
+from ..connectors.redis import RedisConnector
+from ..connectors.redis_server import RedisServer, redis_unavailable
+from ..connectors.shm import SharedMemoryConnector
 from . import measure
 
 __all__ = ["CONNECTORS", "run_bench"]
 
-# name -> (a context giving a connector maker for polling mode, and for event-driven mode)
+# name -> a context giving connector makers: (polling mode, event-driven mode)
 Makers = tuple[Callable[[], Connector], Callable[[], Connector] | None]
+
+
+@contextmanager
+def _shm() -> Iterator[Makers]:
+    made: list[SharedMemoryConnector] = []
+    run = uuid.uuid4().hex[:8]
+
+    def make(notify: bool) -> Connector:
+        made.append(SharedMemoryConnector(f"bench{run}n{len(made)}", notify=notify))
+        return made[-1]
+
+    try:
+        yield (lambda: make(False), lambda: make(True))
+    finally:
+        for conn in made:
+            conn.close()
+
+
+@contextmanager
+def _redis() -> Iterator[Makers]:
+    why = redis_unavailable()
+    if why is not None:
+        raise RuntimeError(f"cannot bench redis: {why}")
+    made: list[RedisConnector] = []
+    with RedisServer() as server:
+
+        def make(notify: bool) -> Connector:
+            prefix = f"bench{len(made)}:"
+            made.append(RedisConnector(url=server.url, prefix=prefix, notify=notify))
+            return made[-1]
+
+        try:
+            yield (lambda: make(False), lambda: make(True))
+        finally:
+            for conn in made:
+                conn.close()
+
+
 CONNECTORS: dict[str, Callable[[], AbstractContextManager[Makers]]] = {
     "memory": lambda: nullcontext((MemoryConnector, lambda: MemoryConnector(notify=True))),
+    "shm": _shm,
+    "redis": _redis,
 }
 
 

@@ -4,17 +4,35 @@
 ``FaultyConnector`` and ``GatedConnector`` wrap *any* connector and nest in
 any order, e.g. ``RecordingConnector(FaultyConnector(GatedConnector(mem)))``.
 ``GatedBuilder`` is the matching ``build_payload`` for tests.
+``SharedMemoryConnector`` and ``RedisConnector`` cross processes and hosts;
+with ``notify=True`` they (and ``MemoryConnector``) offer ``subscribe`` for
+event-driven receive.
 """
 
-from .base import Connector, chunk_key
+from .base import Connector, NotifyingConnector, chunk_key, subscription
 from .builders import GatedBuilder, identity_build
+from .doorbell import Doorbell
 from .faults import FaultRule, FaultyConnector
 from .gates import Gate, GatedConnector
 from .memory import MemoryConnector
 from .recording import RecordingConnector
+from .redis import RedisConnector, RedisConnectorError, RedisNotInstalled
+from .serialization import PICKLE, SerializationError, Serializer
+from .shm import KeyOccupied, SharedMemoryConnector, ShmCorrupt
 
 __all__ = [
+    "PICKLE",
     "Connector",
+    "Doorbell",
+    "KeyOccupied",
+    "NotifyingConnector",
+    "RedisConnector",
+    "RedisConnectorError",
+    "RedisNotInstalled",
+    "SerializationError",
+    "Serializer",
+    "SharedMemoryConnector",
+    "ShmCorrupt",
     "FaultRule",
     "FaultyConnector",
     "Gate",
@@ -24,4 +42,5 @@ __all__ = [
     "RecordingConnector",
     "chunk_key",
     "identity_build",
+    "subscription",
 ]

@@ -161,6 +161,14 @@ class RedisConnector:
             return None
         return decode_value(self.serializer, key, bytes(raw))
 
+    def contains(self, key: str) -> bool:
+        """Whether a value sits under *key* now (nothing is consumed)."""
+        check_key(key, "contains")
+        try:
+            return bool(self.client.exists(self._name(key)))
+        except self._errors as exc:
+            raise self._fail("contains", key, exc) from exc
+
     def _fetch(self, name: bytes) -> Any:
         if not self.consume_on_get:
             return self.client.get(name)

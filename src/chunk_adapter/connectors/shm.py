@@ -22,11 +22,10 @@ namespace.
 
 Ownership. A put's segment belongs to the namespace, not to the process: it
 outlives the writer, so a sender may exit before the receiver reads. The
-``multiprocessing`` resource tracker is kept out of it (``track=False`` on
-Python 3.13+, an immediate unregister before; a process-wide lock keeps those
-register/unregister pairs from interleaving across threads), so no process
-unlinks or warns about segments at exit. The consumer unlinks what it gets;
-:meth:`close` unlinks what this connector put that nobody consumed.
+``multiprocessing`` resource tracker is kept out of it (see
+:mod:`._segments`), so no process unlinks or warns about segments at exit. The
+consumer unlinks what it gets; :meth:`close` unlinks what this connector put
+that nobody consumed.
 
 A put never overwrites a value nobody has consumed yet: it raises
 :class:`KeyOccupied` (nothing stored), and the adapter retries it.
@@ -35,6 +34,7 @@ A put never overwrites a value nobody has consumed yet: it raises
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import re
@@ -44,11 +44,13 @@ import threading
 import time
 import uuid
 import zlib
-from multiprocessing import resource_tracker, shared_memory
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
+from ._segments import Segment, attach, reserve, view
+from .doorbell import Doorbell
 from .serialization import PICKLE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = ["KeyOccupied", "SharedMemoryConnector", "ShmCorrupt"]
@@ -62,12 +64,6 @@ _DIGEST_CHARS = 16
 NAME_MAX = 30 if sys.platform == "darwin" else 250
 _NAMESPACE_RE = re.compile(r"[A-Za-z0-9_-]+")
 _SHM_DIR = "/dev/shm"  # where Linux lists POSIX segments
-_TRACK_PARAM = sys.version_info >= (3, 13)
-
-# Serialises this process's resource-tracker register/unregister pairs
-# (Python < 3.13 only): the tracker keeps a set, so two threads' pairs for one
-# name must not interleave. Held for one segment open/create or unlink; nobody waits on it.
-_tracker_lock = threading.Lock()
 
 
 class KeyOccupied(ConnectorError):
@@ -76,45 +72,6 @@ class KeyOccupied(ConnectorError):
 
 class ShmCorrupt(ConnectorError):
     """A committed segment failed its checks (foreign segment, digest collision, bad CRC)."""
-
-
-def _attach(name: str, *, create: bool = False, size: int = 0) -> shared_memory.SharedMemory:
-    """Open or create a segment with no resource-tracker registration left behind."""
-    if _TRACK_PARAM:
-        return shared_memory.SharedMemory(name, create=create, size=size, track=False)  # type: ignore[call-arg,unused-ignore]
-    with _tracker_lock:
-        shm = shared_memory.SharedMemory(name, create=create, size=size)
-        resource_tracker.unregister(f"/{shm.name}", "shared_memory")  # type: ignore[attr-defined]
-    return shm
-
-
-def _unlink(shm: shared_memory.SharedMemory) -> None:
-    """Unlink *shm*'s name; ``FileNotFoundError`` if someone else already did."""
-    if _TRACK_PARAM:
-        shm.unlink()
-        return
-    tracked = f"/{shm.name}"
-    with _tracker_lock:
-        # unlink() also unregisters: register first so the pair balances.
-        resource_tracker.register(tracked, "shared_memory")  # type: ignore[attr-defined]
-        try:
-            shm.unlink()
-        except BaseException:
-            resource_tracker.unregister(tracked, "shared_memory")  # type: ignore[attr-defined]
-            raise
-
-
-def _reserve(shm: shared_memory.SharedMemory, size: int) -> None:
-    """Allocate the pages now, so a full /dev/shm is an error here, not a SIGBUS later."""
-    fd = getattr(shm, "_fd", -1)
-    if fd < 0 or not hasattr(os, "posix_fallocate"):
-        return
-    try:
-        os.posix_fallocate(fd, 0, size)
-    except OSError as exc:
-        if exc.errno in (getattr(os, "EINVAL", 22), 95):  # not supported: write and hope
-            return
-        raise
 
 
 def check_namespace(namespace: object) -> str:
@@ -135,8 +92,11 @@ class SharedMemoryConnector:
     ``namespace`` keeps connectors (and test runs) apart: sender and receiver
     pass the same one. ``consume_on_get`` (default ``True``) unlinks a segment
     once its value is read. ``serializer`` is a ``dumps``/``loads`` pair
-    (default pickle). Close it (or use it as a context manager) to unlink what it
-    put that nobody consumed — after the receiver is done with it.
+    (default pickle). ``notify=True`` (on both sides) rings a
+    :class:`~.doorbell.Doorbell` after each put and offers ``subscribe``, so an
+    adapter waits for puts instead of polling. Close it (or use it as a
+    context manager) to unlink what it put that nobody consumed — after the
+    receiver is done with it.
     """
 
     def __init__(
@@ -145,6 +105,7 @@ class SharedMemoryConnector:
         *,
         consume_on_get: bool = True,
         serializer: Serializer | Any = PICKLE,
+        notify: bool = False,
     ) -> None:
         if os.name != "posix":
             raise ConnectorError(
@@ -154,6 +115,8 @@ class SharedMemoryConnector:
         self.namespace = check_namespace(namespace)
         self.consume_on_get = bool(consume_on_get)
         self.serializer = as_serializer(serializer)
+        self.notify = bool(notify)
+        self._doorbell = Doorbell(namespace) if self.notify else None
         self._writer = uuid.uuid4().bytes
         # Guards _created, _prune_at and _closed. put adds under it; close and
         # prune read and shrink it. Held during a prune's existence checks
@@ -180,7 +143,7 @@ class SharedMemoryConnector:
         name = self.segment_name(key)
         size = HEADER.size + len(raw_key) + len(data)
         try:
-            shm = _attach(name, create=True, size=size)
+            shm = attach(name, create=True, size=size)
         except FileExistsError:
             raise KeyOccupied(
                 f"put({key!r}): segment {name!r} still holds a value nobody consumed; nothing "
@@ -190,8 +153,8 @@ class SharedMemoryConnector:
         except OSError as exc:
             raise ConnectorError(f"put({key!r}): cannot create segment {name!r}: {exc}") from exc
         try:
-            _reserve(shm, size)
-            buf = shm.buf
+            reserve(shm, size)
+            buf = view(shm)
             crc = zlib.crc32(data, zlib.crc32(raw_key))
             HEADER.pack_into(
                 buf, 0, MAGIC, 0, time.time(), os.getpid(), self._writer,
@@ -211,9 +174,27 @@ class SharedMemoryConnector:
             raise
         shm.close()
         with self._lock:
-            self._created.add(name)
-            if len(self._created) >= self._prune_at:
-                self._prune_locked()
+            closed = self._closed
+            if not closed:
+                self._created.add(name)
+                if len(self._created) >= self._prune_at:
+                    self._prune_locked()
+        if closed:  # close() ran meanwhile and would never unlink this one
+            mine = self._owned(name)
+            if mine is None:
+                return  # consumed already: it was delivered
+            self._discard(mine)
+            raise ConnectorError(f"put({key!r}): the connector was closed meanwhile; not stored")
+        if self._doorbell is not None:
+            self._doorbell.ring(key)  # after the commit: a notified get finds the value
+
+    @property
+    def subscribe(self) -> Callable[[Callable[[str], None]], Callable[[], None]]:
+        """Present only with ``notify=True`` (see the connector protocol and :mod:`.doorbell`)."""
+        if self._doorbell is None:
+            raise AttributeError("SharedMemoryConnector(notify=False) is polled; pass notify=True")
+        self._check_open("subscribe")
+        return self._doorbell.subscribe
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The committed value under *key* (consumed by default), or ``None``."""
@@ -221,7 +202,7 @@ class SharedMemoryConnector:
         self._check_open("get")
         name = self.segment_name(key)
         try:
-            shm = _attach(name)
+            shm = attach(name)
         except FileNotFoundError:
             return None
         except ValueError:  # an empty segment: a put has created it but not sized it yet
@@ -233,15 +214,19 @@ class SharedMemoryConnector:
             value = decode_value(self.serializer, key, data)
             if self.consume_on_get:
                 try:
-                    _unlink(shm)
+                    shm.unlink()
                 except FileNotFoundError:  # another consumer took it first
                     return None
             return value
         finally:
             shm.close()
 
-    def _read(self, shm: shared_memory.SharedMemory, key: str) -> bytes | None:
-        buf = shm.buf
+    def contains(self, key: str) -> bool:
+        """Whether a committed value sits under *key* now (nothing is consumed)."""
+        return self._committed(self.segment_name(check_key(key, "contains")))
+
+    def _read(self, shm: Segment, key: str) -> bytes | None:
+        buf = view(shm)
         try:
             if len(buf) < HEADER.size:
                 return None
@@ -268,20 +253,18 @@ class SharedMemoryConnector:
             del buf
 
     # ----------------------------------------------------------- maintenance
-    def _discard(self, shm: shared_memory.SharedMemory) -> None:
+    def _discard(self, shm: Segment) -> None:
         shm.close()
-        try:
-            _unlink(shm)
-        except FileNotFoundError:
-            pass
+        with contextlib.suppress(FileNotFoundError):
+            shm.unlink()
 
-    def _owned(self, name: str) -> shared_memory.SharedMemory | None:
+    def _owned(self, name: str) -> Segment | None:
         """The segment *name* if it exists and this connector wrote it, else ``None``."""
         try:
-            shm = _attach(name)
+            shm = attach(name)
         except (FileNotFoundError, ValueError):
             return None
-        buf = shm.buf
+        buf = view(shm)
         mine = len(buf) >= HEADER.size and HEADER.unpack_from(buf, 0)[4] == self._writer
         del buf
         if not mine:
@@ -306,9 +289,12 @@ class SharedMemoryConnector:
             return len(self._created)
 
     def close(self) -> None:
-        """Unlink every segment this connector put that nobody consumed. Idempotent."""
+        """Unlink every segment this connector put that nobody consumed, end its
+        subscriptions. Idempotent."""
         with self._lock:
             names, self._created, self._closed = self._created, set(), True
+        if self._doorbell is not None:
+            self._doorbell.close()
         for name in names:
             shm = self._owned(name)
             if shm is not None:
@@ -318,13 +304,33 @@ class SharedMemoryConnector:
         if self._closed:
             raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
 
-    def segments(self) -> list[str]:
-        """Names of the segments in this namespace now (Linux: listed from /dev/shm)."""
+    def segments(self, *, committed: bool | None = None) -> list[str]:
+        """Names of the segments in this namespace now (Linux: listed from /dev/shm).
+
+        ``committed=True`` lists only values a get would return; ``False`` only
+        the empty or half-written ones (a writer at work, or one that died).
+        """
         if not os.path.isdir(_SHM_DIR):
             raise ConnectorError(
                 f"listing segments needs {_SHM_DIR} (Linux); this platform has none"
             )
-        return sorted(n for n in os.listdir(_SHM_DIR) if n.startswith(self.namespace + "."))
+        names = sorted(n for n in os.listdir(_SHM_DIR) if n.startswith(self.namespace + "."))
+        if committed is None:
+            return names
+        return [n for n in names if self._committed(n) == committed]
+
+    def _committed(self, name: str) -> bool:
+        try:
+            shm = attach(name)
+        except (FileNotFoundError, ValueError):
+            return False
+        try:
+            buf = view(shm)
+            state = HEADER.unpack_from(buf, 0)[1] if len(buf) >= HEADER.size else 0
+            del buf
+            return bool(state == COMMITTED)
+        finally:
+            shm.close()
 
     def purge(self, older_than: float | None = None) -> int:
         """Unlink the namespace's segments (only those older than *older_than* seconds).
@@ -334,17 +340,13 @@ class SharedMemoryConnector:
         """
         now, removed = time.time(), 0
         for name in self.segments():
+            path = os.path.join(_SHM_DIR, name)
             try:
-                shm = _attach(name)
-            except (FileNotFoundError, ValueError):
+                if older_than is not None and now - os.stat(path).st_mtime < older_than:
+                    continue
+                os.unlink(path)  # /dev/shm exists, so this is shm_unlink(name)
+            except FileNotFoundError:
                 continue
-            buf = shm.buf
-            created = HEADER.unpack_from(buf, 0)[2] if len(buf) >= HEADER.size else 0.0
-            del buf
-            if older_than is not None and now - created < older_than:
-                shm.close()
-                continue
-            self._discard(shm)
             removed += 1
         return removed
 
@@ -362,5 +364,5 @@ class SharedMemoryConnector:
     def __repr__(self) -> str:
         return (
             f"SharedMemoryConnector({self.namespace!r}, consume_on_get={self.consume_on_get}, "
-            f"serializer={self.serializer.name})"
+            f"serializer={self.serializer.name}, notify={self.notify})"
         )
