@@ -157,6 +157,10 @@ class ChunkAdapter:
         # and by a put notification for one of those keys.
         self._awaited: set[str] = set()
         self._recv_signal = 0
+        # Set by the RECV thread when a get of this round raised or returned a
+        # non-dict: no put notification will come for that key, so the pause
+        # after the round is the short polling backoff.
+        self._get_failed = False
 
         # Counters: each dict is guarded by its side's lock (written by that side's thread).
         self._send_counts: dict[str, int] = dict.fromkeys(_SEND_COUNTERS, 0)
@@ -322,6 +326,7 @@ class ChunkAdapter:
                     return
                 entries = len(self._queue)
                 signal = self._recv_signal
+                self._get_failed = False
             if self._subscribe is not None:
                 self._start_subscription()
             try:
@@ -349,7 +354,9 @@ class ChunkAdapter:
         ``repoll_interval`` anyway, so a lost notification costs latency only.
         Each wait is at most ``wait_timeout`` and re-checks (R20).
         """
-        if not self.event_driven:
+        with self._recv_lock:
+            retry_soon = self._get_failed
+        if not self.event_driven or retry_soon:
             return self._stop.wait(self.idle_backoff)
         deadline = self.runtime.monotonic() + self.repoll_interval
         with self._recv_cond:
@@ -396,6 +403,7 @@ class ChunkAdapter:
             self._recv_counts["gets"] += 1
             if failed:
                 self._recv_counts["get_failures"] += 1
+                self._get_failed = True
             elif value is None:
                 self._recv_counts["gets_empty"] += 1
             current = self._tokens.get(request_id) is token

@@ -8,24 +8,35 @@ Linux), so windows are a second or more.
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from ..connectors.base import Connector, ConnectorWrapper
+from ..errors import InvalidValue
 
 __all__ = ["CountingConnector", "Window", "measure_window", "thread_cpu"]
 
 
 def thread_cpu(threads: Iterable[threading.Thread]) -> float:
-    """User + system CPU seconds used so far by *threads* (those still alive)."""
+    """User + system CPU seconds used so far by *threads* (those still alive).
+
+    Needs :mod:`psutil` (``pip install chunk-adapter[test]``), imported here so
+    that the rest of the package does not depend on it.
+    """
+    try:
+        psutil = importlib.import_module("psutil")
+    except ImportError:
+        raise InvalidValue(
+            "measuring per-thread CPU time needs psutil: pip install psutil "
+            "(or install chunk-adapter[test])"
+        ) from None
     ids = {t.native_id for t in threads if t.native_id is not None}
-    return sum(
-        t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids
+    return float(
+        sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
     )
 
 

@@ -18,6 +18,7 @@ from .measure import CountingConnector, measure_window
 from .report import DEFAULT_SEED, StressReport
 from .rig import Watch, make_adapter, setting
 from .scheduler import timed_stop
+from .verdicts import switch_interval
 
 __all__ = ["head_of_line", "idle_polling"]
 
@@ -122,6 +123,7 @@ def head_of_line(
     chunks: int = 3,
     notify: bool = False,
     bound: float = 0.5,
+    switch_interval_s: float | None = None,
 ) -> StressReport:
     """With *idle_requests* registered and silent, requests that do have data are
     delivered within *bound* seconds of their final save (R17: no request waits
@@ -136,8 +138,25 @@ def head_of_line(
             "chunks": chunks,
             "notify": notify,
             "bound": bound,
+            "switch_interval_s": switch_interval_s,
         },
     )
+    with switch_interval(switch_interval_s):
+        return _head_of_line(
+            factory, report, seed, idle_requests, hot_requests, chunks, notify, bound
+        )
+
+
+def _head_of_line(
+    factory: AdapterFactory,
+    report: StressReport,
+    seed: int,
+    idle_requests: int,
+    hot_requests: int,
+    chunks: int,
+    notify: bool,
+    bound: float,
+) -> StressReport:
     adapter, counting, watch = _bare(factory, notify)
     rng = random.Random(seed)
     worst = 0.0

@@ -46,8 +46,10 @@ class StressReport:
     """The outcome of one scenario run.
 
     ``failures`` are strings that start with the contract rule they are about
-    ("R18: stop() took 2.1 s ..."). ``measurements`` are the numbers the
-    scenario took (seconds, rates), whether or not it failed.
+    ("R18: stop() took 2.1 s ..."), or with ``stats`` (a counter disagrees
+    with the recording) or ``error`` (a scheduler call raised unexpectedly).
+    ``measurements`` are the numbers the scenario took (seconds, rates),
+    whether or not it failed.
     """
 
     scenario: str

@@ -33,7 +33,16 @@ from ..connectors.base import Connector, ConnectorWrapper
 from ..factory import AdapterFactory, AdapterLike
 from ..history import History
 
-__all__ = ["HELPER_PREFIX", "STAGE", "Rig", "Watch", "accepted_options", "make_adapter", "setting"]
+__all__ = [
+    "HELPER_PREFIX",
+    "STAGE",
+    "Rig",
+    "Watch",
+    "Watchdog",
+    "accepted_options",
+    "make_adapter",
+    "setting",
+]
 
 STAGE = 1
 HELPER_PREFIX = "stress-"
@@ -95,6 +104,33 @@ class Watch(ConnectorWrapper):
 
     def __repr__(self) -> str:
         return f"Watch({self.inner!r})"
+
+
+class Watchdog:
+    """Calls *release* (opens gates) after *seconds* unless cancelled first.
+
+    A scheduler call that wrongly waits for held work would otherwise wait
+    forever, since the driver that opens the gate is the thread it blocks.
+    With a watchdog it returns late instead, and ``fired`` says so.
+    """
+
+    def __init__(self, release: Callable[[], None], seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = threading.Event()
+        self._release = release
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.name = f"{HELPER_PREFIX}watchdog"
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired.set()
+        self._release()
+
+    def cancel(self) -> bool:
+        """Stop the timer; ``True`` if it had already fired."""
+        self._timer.cancel()
+        return self.fired.is_set()
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

@@ -94,6 +94,23 @@ class Scheduler:
                 self.finished.add(request_id)
         return count
 
+    def run_until(self, done: Callable[[], bool], timeout: float, tick: float = 0.002) -> bool:
+        """Call ``poll_ready`` every *tick* seconds, as a scheduler's loop does, until *done()*.
+
+        Returns ``False`` if *timeout* seconds pass first. The tick is the
+        scheduler's own pace, not a guess at how long the adapter needs: the
+        loop ends as soon as *done()* holds.
+        """
+        pace = threading.Event()  # never set: its wait() is the tick
+        deadline = time.monotonic() + timeout
+        while True:
+            self.drain()
+            if done():
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            pace.wait(tick)
+
     def stats(self) -> Any | None:
         """The adapter's ``stats()`` if it has one (the reference adapter does), else None."""
         fn = getattr(self.adapter, "stats", None)

@@ -1,0 +1,160 @@
+"""Prompt ``stop()`` from every state (R18, R19, R20).
+
+States:
+
+``idle``            nothing registered, nothing saved;
+``mid_stream``      streams being put and received at full speed;
+``build_blocked``   ``build_payload`` held forever at a gate;
+``put_blocked``     a ``put`` held forever;
+``get_blocked``     a ``get`` held forever;
+``final_retrying``  every put of a final fails, so it is being retried.
+
+In each, ``stop()`` (called on a helper thread, so one that never returns is a
+finding, not a hang) must return within a bound derived from the adapter's
+``join_timeout`` when something is blocked, and within
+:data:`~chunk_adapter.stress.verdicts.FREE_STOP_BOUND` otherwise. Afterwards
+no adapter thread may be alive except the one blocked at the gate (an
+abandoned daemon); a second ``stop()`` returns just as promptly; once the
+gate is opened the abandoned thread ends, and no put starts after ``stop()``
+returned (the oracles check that on the recording).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from ..connectors import FaultRule
+from ..factory import AdapterFactory
+from .report import DEFAULT_SEED, StressReport
+from .rig import STAGE, Rig, Watchdog, setting
+from .scheduler import Scheduler, timed_stop
+from .verdicts import (
+    FREE_STOP_BOUND,
+    blocked_stop_bound,
+    judge_history,
+    judge_stop,
+    switch_interval,
+)
+
+__all__ = ["STATES", "prompt_stop"]
+
+STATES = ("idle", "mid_stream", "build_blocked", "put_blocked", "get_blocked", "final_retrying")
+BLOCKED = ("build_blocked", "put_blocked", "get_blocked")
+_SETUP = 5.0  # seconds for the adapter to reach the state (a gate, N failed puts)
+_EXIT = 2.0  # seconds for an abandoned thread to end once its gate is opened
+
+
+def prompt_stop(
+    factory: AdapterFactory,
+    *,
+    state: str,
+    seed: int = DEFAULT_SEED,
+    join_timeout: float = 0.3,
+    requests: int = 20,
+    notify: bool = False,
+    switch_interval_s: float | None = None,
+) -> StressReport:
+    """Bring an adapter to *state* (module doc), stop it, and judge the stop."""
+    if state not in STATES:
+        raise ValueError(f"state must be one of {STATES}, got state={state!r}")
+    report = StressReport(
+        "prompt_stop",
+        {
+            "state": state,
+            "seed": seed,
+            "join_timeout": join_timeout,
+            "requests": requests,
+            "notify": notify,
+            "switch_interval_s": switch_interval_s,
+        },
+    )
+    rng = random.Random(seed)
+    key = f"held_{STAGE}_0"
+    rules = [FaultRule("put", key, times=10**9)] if state == "final_retrying" else []
+    rig = Rig.build(seed=seed, rules=rules, notify=notify)
+    with switch_interval(switch_interval_s):
+        adapter = rig.adapter(factory, join_timeout=join_timeout)
+        sched = Scheduler(adapter, rig.history)
+        blocked = state in BLOCKED
+        bound = blocked_stop_bound(setting(adapter, "join_timeout", 1.0))
+        bound = bound if blocked else FREE_STOP_BOUND
+        try:
+            dog = Watchdog(rig.release_all, _SETUP)
+            reached = _reach(state, rig, sched, rng, requests, key)
+            if dog.cancel():
+                report.fail(
+                    "R3",
+                    f"setting up state {state!r}: a scheduler call waited for held work until "
+                    f"the watchdog opened the gates after {_SETUP}s",
+                )
+            if not reached:
+                report.fail("R23", f"setup: the adapter never reached state {state!r} in {_SETUP}s")
+            first = timed_stop(sched.recorded.stop, 2 * bound + 1.0, rig.history)
+            judge_stop(report, first, bound)
+            alive = rig.new_threads()
+            allowed = 1 if blocked else 0
+            if first.returned and (len(alive) > allowed or any(not t.daemon for t in alive)):
+                report.fail(
+                    "R18",
+                    f"after stop() in state {state!r}, threads still alive: "
+                    f"{[(t.name, 'daemon' if t.daemon else 'NOT daemon') for t in alive]}; "
+                    f"at most {allowed} (the one blocked at the gate, a daemon) may be",
+                )
+            report.measure("threads_alive_after_stop", len(alive))
+            if first.returned:
+                second = timed_stop(sched.recorded.stop, 2 * bound + 1.0, rig.history)
+                judge_stop(report, second, bound, "second stop()")
+        finally:
+            rig.release_all()
+        leftover = _join_all(rig.new_threads(), _EXIT)
+        if leftover:
+            report.fail(
+                "R18",
+                f"threads {leftover} still alive {_EXIT}s after every gate was opened, "
+                f"following stop() in state {state!r}",
+            )
+        judge_history(report, rig.history, quiescent=False, put_tries=None)
+    return report
+
+
+def _reach(
+    state: str, rig: Rig, sched: Scheduler, rng: random.Random, requests: int, key: str
+) -> bool:
+    """Drive the adapter into *state*; ``False`` if it did not get there in time."""
+    if state == "idle":
+        return True
+    for i in range(requests):  # background polling in every non-idle state
+        sched.load(f"idle-{i}")
+    if state == "mid_stream":
+        rids = [f"m{i}" for i in range(requests)]
+        for rid in rids:
+            sched.load(rid)
+        for n in range(40):
+            for rid in rng.sample(rids, len(rids)):
+                sched.save(rid, {"rid": rid, "n": n}, n == 39)
+        target = rig.watch.ops + 10 * requests
+        return rig.watch.wait_for(lambda: rig.watch.ops >= target, _SETUP)
+    if state == "build_blocked":
+        gate = rig.builder.hold("held")
+        sched.save("held", {"rid": "held", "n": 0}, False)
+        return gate.wait_started(_SETUP)
+    if state == "put_blocked":
+        gate = rig.gated.hold_put(key)
+        sched.save("held", {"rid": "held", "n": 0}, False)
+        return gate.wait_started(_SETUP)
+    if state == "get_blocked":
+        gate = rig.gated.hold_get(key)
+        sched.load("held")
+        return gate.wait_started(_SETUP)
+    # final_retrying: every put of the lone final fails; wait for a few tries
+    sched.save("held", {"rid": "held", "n": 0}, True)
+    return rig.watch.wait_for(lambda: rig.faulty.injected["put"] >= 3, _SETUP)
+
+
+def _join_all(threads: list[threading.Thread], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threads if t.is_alive()]

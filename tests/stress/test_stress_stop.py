@@ -1,0 +1,65 @@
+"""Prompt ``stop()`` from every state, with real threads (R18, R19, R20).
+
+Idle, mid-stream, a build / put / get blocked forever, a final being retried:
+``stop()`` returns within a bound derived from the adapter's ``join_timeout``
+(0.25 s when nothing is blocked), leaves no adapter thread alive except the
+abandoned one blocked at a gate (a daemon), a second ``stop()`` is harmless,
+and no put starts after it returned. ``stop()`` runs on a helper thread, so
+one that never returns fails the test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from chunk_adapter.factory import AdapterFactory
+from chunk_adapter.stress import STATES, TINY_SWITCH_INTERVAL, StressReport, prompt_stop
+
+Expect = Callable[[StressReport], None]
+
+
+@pytest.mark.rule("R18", "R19", "R20")
+@pytest.mark.parametrize("state", STATES)
+def test_stop_is_prompt_from_every_state_R18(
+    adapter_factory: AdapterFactory, seed: int, expect_ok: Expect, state: str
+) -> None:
+    expect_ok(prompt_stop(adapter_factory, state=state, seed=seed))
+
+
+@pytest.mark.rule("R18", "R20")
+@pytest.mark.parametrize("state", ["idle", "mid_stream", "get_blocked", "final_retrying"])
+def test_stop_is_prompt_with_event_driven_receive_R18(
+    adapter_factory: AdapterFactory, seed: int, expect_ok: Expect, state: str
+) -> None:
+    expect_ok(prompt_stop(adapter_factory, state=state, seed=seed, notify=True))
+
+
+@pytest.mark.rule("R18", "R20")
+@pytest.mark.parametrize("state", STATES)
+def test_stop_is_prompt_with_races_shaken_R18(
+    adapter_factory: AdapterFactory, seed: int, expect_ok: Expect, state: str
+) -> None:
+    expect_ok(
+        prompt_stop(adapter_factory, state=state, seed=seed, switch_interval_s=TINY_SWITCH_INTERVAL)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.rule("R18", "R20")
+@pytest.mark.parametrize("offset", range(10))
+@pytest.mark.parametrize("state", STATES)
+def test_stop_from_every_state_many_seeds_slow(
+    adapter_factory: AdapterFactory, seed: int, expect_ok: Expect, state: str, offset: int
+) -> None:
+    expect_ok(
+        prompt_stop(
+            adapter_factory,
+            state=state,
+            seed=seed + offset,
+            requests=100,
+            join_timeout=1.0,
+            switch_interval_s=TINY_SWITCH_INTERVAL if offset % 2 else None,
+        )
+    )
