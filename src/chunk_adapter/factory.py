@@ -49,6 +49,10 @@ class AdapterLike(Protocol):
 
     def stop(self) -> None: ...
 
+    def __enter__(self) -> Any: ...
+
+    def __exit__(self, *exc_info: object) -> Any: ...
+
 
 AdapterFactory = Callable[..., AdapterLike]
 

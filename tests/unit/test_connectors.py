@@ -1,0 +1,326 @@
+"""The connector layer: MemoryConnector, the recording, fault and gate wrappers, GatedBuilder.
+
+These are the tools every other test relies on, so each is shown to do what it
+claims, including failing when it should.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from _wait import wait_until
+
+from chunk_adapter.connectors import (
+    Connector,
+    FaultRule,
+    FaultyConnector,
+    GatedBuilder,
+    GatedConnector,
+    MemoryConnector,
+    RecordingConnector,
+    chunk_key,
+    identity_build,
+)
+from chunk_adapter.errors import InjectedFault, InvalidValue
+from chunk_adapter.history import BuildCall, ConnectorOp, History
+
+
+def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["result"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box
+
+
+# ------------------------------------------------------------------ memory
+
+
+@pytest.mark.rule("R1")
+def test_chunk_key_format() -> None:
+    assert chunk_key("req-1", 3, 0) == "req-1_3_0"
+    assert chunk_key("a_b", 0, 12) == "a_b_0_12"
+
+
+def test_memory_connector_put_get_and_puts_log() -> None:
+    mem = MemoryConnector()
+    assert isinstance(mem, Connector)
+    assert mem.get("k") is None
+    mem.put("k", {"data": 1, "finished": False})
+    mem.put("j", {"data": 2, "finished": True})
+    mem.put("k", {"data": 3, "finished": False})
+    assert mem.get("k") == {"data": 3, "finished": False}
+    assert mem.get("k") == {"data": 3, "finished": False}, "a keeping get does not consume"
+    assert mem.puts == ["k", "j", "k"]
+    assert sorted(mem.keys()) == ["j", "k"] and len(mem) == 2
+    mem.puts.append("tamper")
+    assert mem.puts == ["k", "j", "k"], "puts is a copy"
+
+
+def test_memory_connector_consume_on_get() -> None:
+    mem = MemoryConnector(consume_on_get=True)
+    mem.put("k", {"data": 1, "finished": False})
+    assert mem.get("k") == {"data": 1, "finished": False}
+    assert mem.get("k") is None
+    assert mem.keys() == [] and mem.puts == ["k"]
+
+
+def test_memory_connector_is_thread_safe() -> None:
+    mem = MemoryConnector()
+
+    def writer(t: int) -> None:
+        for i in range(500):
+            mem.put(f"{t}_{i}", {"i": i})
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(mem) == 2000 and len(mem.puts) == 2000
+
+
+# --------------------------------------------------------------- recording
+
+
+def test_recording_connector_records_every_call_in_order() -> None:
+    history = History()
+    faulty = FaultyConnector(MemoryConnector())
+    faulty.fail_next("put", "bad")
+    rec = RecordingConnector(faulty, history)
+    rec.put("k", {"data": 1, "finished": False})
+    assert rec.get("k") == {"data": 1, "finished": False}
+    assert rec.get("missing") is None
+    with pytest.raises(InjectedFault):
+        rec.put("bad", {"data": 2, "finished": False})
+    ops = rec.ops()
+    assert [(op.op, op.key, op.outcome) for op in ops] == [
+        ("put", "k", "ok"),
+        ("get", "k", "ok"),
+        ("get", "missing", "none"),
+        ("put", "bad", "error"),
+    ]
+    assert ops[3].error is not None and "bad" in ops[3].error
+    assert all(op.begin < op.end for op in ops)
+    assert all(a.end < b.begin for a, b in itertools.pairwise(ops)), (
+        "sequential calls do not overlap"
+    )
+    assert {op.thread for op in ops} == {threading.current_thread().name}
+    assert rec.puts == ["k"], "puts lists successful puts only"
+    assert history.records(ConnectorOp) == ops
+
+
+def test_recording_shares_one_sequence_with_a_builder() -> None:
+    history = History()
+    rec = RecordingConnector(MemoryConnector(), history)
+    builder = GatedBuilder(history=history)
+    rec.put("a", {})
+    builder("r", "snap", False)
+    rec.put("b", {})
+    seq = [(type(r).__name__, r.begin) for r in history.records()]
+    assert [name for name, _ in seq] == ["ConnectorOp", "BuildCall", "ConnectorOp"]
+    assert [b for _, b in seq] == sorted(b for _, b in seq)
+
+
+# ------------------------------------------------------------------ faults
+
+
+def test_fault_rule_nth_and_times() -> None:
+    faulty = FaultyConnector(MemoryConnector(), rules=[FaultRule("put", "k", nth=2, times=2)])
+    outcomes = []
+    for _ in range(5):
+        try:
+            faulty.put("k", {"n": 1})
+            outcomes.append("ok")
+        except InjectedFault:
+            outcomes.append("fail")
+    assert outcomes == ["ok", "fail", "fail", "ok", "ok"]
+    faulty.put("other", {})  # another key is not matched
+    assert faulty.injected == {"put": 2, "get": 0}
+
+
+def test_a_failed_put_stores_nothing_and_fail_next_on_gets() -> None:
+    mem = MemoryConnector()
+    faulty = FaultyConnector(mem)
+    faulty.fail_next("put", times=1)
+    with pytest.raises(InjectedFault, match="'k'"):
+        faulty.put("k", {"x": 1})
+    assert mem.puts == [] and mem.get("k") is None
+    faulty.put("k", {"x": 1})
+    faulty.fail_next("get", "k", times=2)
+    for _ in range(2):
+        with pytest.raises(InjectedFault):
+            faulty.get("k")
+    assert faulty.get("k") == {"x": 1}
+
+
+def test_fault_rates_are_reproducible_from_the_seed() -> None:
+    def pattern(seed: int) -> list[bool]:
+        faulty = FaultyConnector(MemoryConnector(), put_rate=0.5, get_rate=0.5, seed=seed)
+        out = []
+        for i in range(200):
+            try:
+                faulty.put(f"k{i}", {}) if i % 2 else faulty.get(f"k{i}")
+                out.append(True)
+            except InjectedFault:
+                out.append(False)
+        return out
+
+    assert pattern(7) == pattern(7)
+    assert pattern(7) != pattern(8)
+    assert 50 < pattern(7).count(False) < 150
+
+
+def test_random_faults_require_a_seed() -> None:
+    with pytest.raises(InvalidValue, match="seed"):
+        FaultyConnector(MemoryConnector(), put_rate=0.1)
+    with pytest.raises(InvalidValue, match="seed"):
+        FaultyConnector(MemoryConnector(), get_rate=0.1)
+    faulty = FaultyConnector(MemoryConnector())
+    with pytest.raises(InvalidValue, match="seed"):
+        faulty.set_rates(put=0.5)
+    seeded = FaultyConnector(MemoryConnector(), seed=1)
+    seeded.set_rates(put=1.0)
+    with pytest.raises(InjectedFault):
+        seeded.put("k", {})
+    seeded.set_rates(put=0.0)
+    seeded.put("k", {})
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: FaultRule("delete"),  # type: ignore[arg-type]
+        lambda: FaultRule("put", nth=0),
+        lambda: FaultRule("get", times=0),
+        lambda: FaultyConnector(MemoryConnector(), put_rate=1.5, seed=1),
+        lambda: FaultyConnector(MemoryConnector(), get_rate=-0.1, seed=1),
+    ],
+    ids=["op", "nth", "times", "put_rate", "get_rate"],
+)
+def test_fault_configuration_is_checked(make: Callable[[], object]) -> None:
+    with pytest.raises(InvalidValue):
+        make()
+
+
+# ------------------------------------------------------------------- gates
+
+
+def test_gated_connector_holds_a_get_until_released() -> None:
+    mem = MemoryConnector()
+    mem.put("k", {"v": 1})
+    gated = GatedConnector(mem)
+    gate = gated.hold_get("k")
+    assert gated.get("other") is None, "a different key is not held"
+    thread, box = _in_thread(lambda: gated.get("k"))
+    assert gate.wait_started(), "the get never reached the gate"
+    assert thread.is_alive() and "result" not in box
+    gate.release()
+    thread.join(5.0)
+    assert box == {"result": {"v": 1}}
+    assert gated.get("k") == {"v": 1}, "the gate caught one call only"
+    assert gate.held == 1
+
+
+def test_gate_count_catches_several_calls_and_put_holds() -> None:
+    mem = MemoryConnector()
+    gated = GatedConnector(mem)
+    gate = gated.hold_put(predicate=lambda k: k.startswith("a"), count=2)
+    t1, _ = _in_thread(lambda: gated.put("a1", {}))
+    t2, _ = _in_thread(lambda: gated.put("a2", {}))
+    wait_until(lambda: gate.held == 2, what="two puts at the gate")
+    gated.put("b", {})
+    assert mem.puts == ["b"], "held puts have not reached the store"
+    assert gate.remaining == 0 and gated.gates.armed() == []
+    gate.release()
+    t1.join(5.0)
+    t2.join(5.0)
+    assert sorted(mem.puts) == ["a1", "a2", "b"]
+
+
+def test_release_all_frees_every_gate_and_disarms_the_rest() -> None:
+    gated = GatedConnector(MemoryConnector())
+    held = gated.hold_get("x")
+    armed = gated.hold_get("y")
+    thread, _ = _in_thread(lambda: gated.get("x"))
+    assert held.wait_started()
+    gated.release_all()
+    thread.join(5.0)
+    assert not thread.is_alive()
+    assert armed.released.is_set() and gated.gates.armed() == []
+    assert gated.get("y") is None, "a disarmed gate holds nothing"
+    assert held.wait_started(0.0), "it did start"
+
+
+def test_gate_wait_started_times_out_and_bad_arguments() -> None:
+    gated = GatedConnector(MemoryConnector())
+    gate = gated.hold_get("never")
+    assert gate.wait_started(0.01) is False
+    with pytest.raises(ValueError, match="not both"):
+        gated.hold_get("k", predicate=lambda k: True)
+    with pytest.raises(ValueError, match="count"):
+        gated.hold_put("k", count=0)
+    assert "armed" in repr(gate)
+    gate.release()
+    assert "released" in repr(gate)
+
+
+def test_gated_builder_holds_fails_and_records() -> None:
+    history = History()
+    builder = GatedBuilder(lambda rid, snap, fin: [snap], history)
+    gate = builder.hold("slow")
+    builder.fail(predicate=lambda rid, snap, fin: snap == "bad", times=1)
+    assert builder("fast", "x", False) == ["x"]
+    with pytest.raises(InjectedFault, match="'r'"):
+        builder("r", "bad", True)
+    assert builder("r", "bad", True) == ["bad"], "the failure was used up"
+    thread, box = _in_thread(lambda: builder("slow", "s", False))
+    assert gate.wait_started()
+    assert thread.is_alive()
+    builder.release_all()
+    thread.join(5.0)
+    assert box == {"result": ["s"]}
+    calls = history.records(BuildCall)
+    assert [(c.request_id, c.outcome) for c in calls] == [
+        ("fast", "ok"),
+        ("r", "error"),
+        ("r", "ok"),
+        ("slow", "ok"),
+    ]
+    assert builder.calls == 4
+    assert identity_build("r", {"a": 1}, True) == {"a": 1}
+    with pytest.raises(ValueError, match="not both"):
+        builder.hold("r", predicate=lambda rid, snap, fin: True)
+
+
+def test_wrappers_nest_in_any_order() -> None:
+    mem = MemoryConnector()
+    gated = GatedConnector(mem)
+    faulty = FaultyConnector(gated)
+    faulty.fail_next("put", "k")
+    rec = RecordingConnector(faulty)
+    gate = gated.hold_get("k")
+    with pytest.raises(InjectedFault):
+        rec.put("k", {"v": 0})
+    rec.put("k", {"v": 1})
+    thread, box = _in_thread(lambda: rec.get("k"))
+    assert gate.wait_started()
+    assert [op.op for op in rec.ops()] == ["put", "put"], "the held get is not recorded yet"
+    gate.release()
+    thread.join(5.0)
+    assert box == {"result": {"v": 1}}
+    assert [(op.op, op.outcome) for op in rec.ops()] == [
+        ("put", "error"),
+        ("put", "ok"),
+        ("get", "ok"),
+    ]

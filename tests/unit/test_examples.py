@@ -1,0 +1,92 @@
+"""The contract's worked examples 2 and 3 as tests (docs/contract.md, "The worked examples")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _rig import Rig, chunk, wait_recv_passed
+from _wait import Inbox
+
+from chunk_adapter.connectors import MemoryConnector, RecordingConnector
+from chunk_adapter.factory import REFERENCE
+
+
+@pytest.mark.rule("R4", "R9", "R15")
+def test_example_2_snapshots_and_draining(rig: Rig, mem: MemoryConnector) -> None:
+    rec = RecordingConnector(mem)
+    snd, rcv = rig.pair(rec)
+    inbox = Inbox(rcv)
+    live = ["a"]
+    rcv.load_async("v")
+    snd.save_async("v", live, is_final=False)
+    live.append("b")  # the scheduler keeps mutating its object
+    snd.save_async("v", live, is_final=True)
+    live.append("c")
+    inbox.wait_final("v")
+    assert inbox.of("v") == [chunk(["a"]), chunk(["a", "b"], True)], rig.repro
+    assert mem.puts == ["v_0_0", "v_0_1"], rig.repro
+
+    rcv.load_async("sentinel")  # never gets data: keeps the RECV thread polling
+    rcv.load_async("q")
+    snd.save_async("q", 1, False)
+    snd.save_async("q", 2, False)
+    # "wait a little", made exact: until the RECV thread has processed the get of q_0_1.
+    wait_recv_passed(rec, "q_0_1")
+    assert rcv.poll_ready() == {"q": [chunk(1), chunk(2)]}, rig.repro
+    assert rcv.poll_ready() == {}, rig.repro
+    snd.save_async("q", 3, True)
+    wait_recv_passed(rec, "q_0_2")
+    assert rcv.poll_ready() == {"q": [chunk(3, True)]}, rig.repro
+    assert rcv.poll_ready() == {}, rig.repro
+
+
+def _example_3(
+    rig: Rig, mem: MemoryConnector, blocker: str | None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Example 3. With *blocker*, an unrelated build is held instead of p0's."""
+    builder = rig.gated_builder()
+    snd, rcv = rig.pair(mem, build_payload=builder)
+    inbox = Inbox(rcv)
+    rcv.load_async("w")
+    gate = builder.hold(blocker or "w")
+    if blocker is not None:
+        snd.save_async(blocker, "b0", False)
+    snd.save_async("w", "p0", False)
+    assert gate.wait_started(), "the held build never started"
+    for payload in ("p1", "p2", "p3"):
+        snd.save_async("w", payload, False)
+    snd.save_async("w", "end", True)
+    snd.cancel_sender("w")
+    gate.release()
+    inbox.wait_final("w")
+    w_puts = [k for k in mem.puts if k.startswith("w_")]
+    return inbox.of("w"), w_puts
+
+
+@pytest.mark.rule("R6", "R9", "R11")
+def test_example_3_cancel_while_build_blocked(rig: Rig, mem: MemoryConnector) -> None:
+    received, puts = _example_3(rig, mem, blocker=None)
+    outcomes = [
+        ([chunk("p0"), chunk(None, True)], ["w_0_0", "w_0_1"]),
+        ([chunk(None, True)], ["w_0_0"]),
+    ]
+    assert (received, puts) in outcomes, f"{received!r} {puts!r}; {rig.repro}"
+
+
+@pytest.mark.rule("R6", "R9", "R11")
+def test_example_3_cancel_before_p0_is_built(rig: Rig, mem: MemoryConnector) -> None:
+    """The second outcome, forced: p0 is still queued when the cancel comes."""
+    received, puts = _example_3(rig, mem, blocker="other")
+    assert received == [chunk(None, True)], rig.repro
+    assert puts == ["w_0_0"], rig.repro
+
+
+@pytest.mark.rule("R6")
+def test_example_3_p0_past_the_cancel_check_is_put(rig: Rig, mem: MemoryConnector) -> None:
+    """The first outcome for the reference adapter: p0's build started before the cancel."""
+    if rig.spec != REFERENCE:
+        pytest.skip("which outcome happens is the reference adapter's choice")
+    received, puts = _example_3(rig, mem, blocker=None)
+    assert received == [chunk("p0"), chunk(None, True)]
+    assert puts == ["w_0_0", "w_0_1"]

@@ -1,0 +1,117 @@
+"""Factory loading: ``load_factory`` specs, ``reference_factory``, ``accepts_runtime``."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from chunk_adapter.adapter import ChunkAdapter
+from chunk_adapter.connectors import MemoryConnector
+from chunk_adapter.errors import InvalidValue
+from chunk_adapter.factory import REFERENCE, accepts_runtime, load_factory, reference_factory
+
+FAKE = "_chunk_adapter_fake_factories"
+
+
+@pytest.fixture
+def fake_module() -> Iterator[types.ModuleType]:
+    """A module with good and bad factories, importable as FAKE for the test's duration."""
+    module = types.ModuleType(FAKE)
+
+    def good(
+        connector: Any, *, stage_id: int, src_stage_id: Any = None, build_payload: Any = None
+    ) -> Any:
+        return ("built", stage_id)
+
+    def positional_only(connector: Any, stage_id: int) -> Any:
+        return None
+
+    def no_stage(connector: Any) -> Any:
+        return None
+
+    class Holder:
+        make = staticmethod(good)
+
+    module.good = good  # type: ignore[attr-defined]
+    module.positional_only = positional_only  # type: ignore[attr-defined]
+    module.no_stage = no_stage  # type: ignore[attr-defined]
+    module.Holder = Holder  # type: ignore[attr-defined]
+    module.not_callable = 42  # type: ignore[attr-defined]
+    sys.modules[FAKE] = module
+    try:
+        yield module
+    finally:
+        del sys.modules[FAKE]
+
+
+def test_reference_spec_loads_the_reference_adapter() -> None:
+    factory = load_factory(REFERENCE)
+    assert factory is ChunkAdapter
+    adapter = factory(MemoryConnector(), stage_id=1)
+    try:
+        assert isinstance(adapter, ChunkAdapter)
+    finally:
+        adapter.stop()
+
+
+def test_reference_factory_builds_with_options() -> None:
+    adapter = reference_factory(MemoryConnector(), stage_id=3, join_timeout=0.5)
+    try:
+        assert isinstance(adapter, ChunkAdapter)
+        assert adapter.stage_id == 3 and adapter.src_stage_id == 2 and adapter.join_timeout == 0.5
+    finally:
+        adapter.stop()
+
+
+def test_good_and_dotted_specs(fake_module: types.ModuleType) -> None:
+    assert load_factory(f"{FAKE}:good") is fake_module.good
+    made: object = load_factory(f"{FAKE}:Holder.make")(object(), stage_id=4)
+    assert made == ("built", 4)
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("chunk_adapter.adapter.ChunkAdapter", r"package\.module:factory.*--adapter"),
+        ("a:b:c", r"package\.module:factory"),
+        (":ChunkAdapter", r"both sides of ':'"),
+        ("chunk_adapter.adapter:", r"both sides of ':'"),
+        ("no_such_pkg_xyz.mod:factory", r"cannot import module 'no_such_pkg_xyz\.mod'.*PYTHONPATH"),
+        ("chunk_adapter.adapter:Nope", r"has no attribute 'Nope'"),
+        (f"{FAKE}:not_callable", r"not callable"),
+        (f"{FAKE}:positional_only", r"cannot be called as.*keyword parameters"),
+        (f"{FAKE}:no_stage", r"cannot be called as"),
+    ],
+)
+def test_bad_specs_fail_with_a_clear_message(
+    fake_module: types.ModuleType, spec: str, match: str
+) -> None:
+    with pytest.raises(InvalidValue, match=match):
+        load_factory(spec)
+
+
+def test_a_non_str_spec_is_rejected() -> None:
+    with pytest.raises(InvalidValue, match=r"package\.module:factory"):
+        load_factory(42)  # type: ignore[arg-type]
+
+
+def test_accepts_runtime() -> None:
+    def plain(connector: Any, *, stage_id: int) -> None:
+        return None
+
+    def with_runtime(connector: Any, *, stage_id: int, runtime: Any = None) -> None:
+        return None
+
+    def with_kwargs(connector: Any, **options: Any) -> None:
+        return None
+
+    assert accepts_runtime(ChunkAdapter)
+    assert accepts_runtime(reference_factory)
+    assert accepts_runtime(with_runtime)
+    assert accepts_runtime(with_kwargs)
+    assert not accepts_runtime(plain)
+    assert not accepts_runtime(42)  # type: ignore[arg-type]
