@@ -1,0 +1,40 @@
+"""A deterministic interleaving explorer for adapters (in the spirit of loom, shuttle, PCT).
+
+The adapter's SAVE and RECV threads and the scheduler thread run on real
+threads, but one at a time, on a controlled runtime with a virtual clock; a
+strategy picks which thread moves at every switch point. See docs/explorer.md.
+"""
+
+from .controller import Failure
+from .execution import Execution
+from .explorer import ExplorationFailed, Report, explore, replay
+from .library import LIBRARY
+from .scenario import Op, Scenario
+from .strategies import (
+    DfsStrategy,
+    DrawnStrategy,
+    PctStrategy,
+    RandomStrategy,
+    ReplayStrategy,
+    ScheduleDiverged,
+    Strategy,
+)
+
+__all__ = [
+    "LIBRARY",
+    "DfsStrategy",
+    "DrawnStrategy",
+    "Execution",
+    "ExplorationFailed",
+    "Failure",
+    "Op",
+    "PctStrategy",
+    "RandomStrategy",
+    "ReplayStrategy",
+    "Report",
+    "Scenario",
+    "ScheduleDiverged",
+    "Strategy",
+    "explore",
+    "replay",
+]

@@ -1,0 +1,214 @@
+"""The entry points: :func:`explore` a scenario under a strategy, :func:`replay` a schedule.
+
+    report = explore(scenario, DfsStrategy(preemption_bound=2))
+    report.raise_if_failed()   # AssertionError with trace + replay string
+
+A failing execution is reported with its violations, a per-thread trace and
+the replay string; :func:`replay` with that string runs the same execution
+again, step for step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ..factory import reference_factory
+from .checks import default_checker, default_wrap
+from .execution import Checker, Execution, Setup, prepared, run_once
+from .scenario import Scenario
+from .strategies import ReplayStrategy, Strategy
+from .trace import format_trace
+
+__all__ = ["ExplorationFailed", "Report", "explore", "replay"]
+
+_DEFAULT = object()
+
+
+class ExplorationFailed(AssertionError):
+    """An execution broke the contract, deadlocked, livelocked or crashed."""
+
+
+@dataclass
+class Report:
+    """The outcome of one exploration."""
+
+    scenario: Scenario
+    strategy: str
+    executions: int
+    seconds: float
+    complete: bool
+    failure: Execution | None
+    factory_spec: str
+    saved_to: str | None = None
+    """The file the failure report was written to (``save_failure=True``)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def per_second(self) -> float:
+        return self.executions / self.seconds if self.seconds > 0 else float("inf")
+
+    def summary(self) -> str:
+        verdict = "FAILED" if self.failure else ("complete" if self.complete else "no failure")
+        return (
+            f"{self.scenario.name} under {self.strategy}: {verdict} after "
+            f"{self.executions} executions in {self.seconds:.2f} s "
+            f"({self.per_second:.0f}/s)"
+        )
+
+    def describe_failure(self) -> str:
+        if self.failure is None:
+            return self.summary()
+        return describe(self.failure, self.strategy, self.executions, self.factory_spec)
+
+    def raise_if_failed(self) -> None:
+        if self.failure is not None:
+            raise ExplorationFailed(self.describe_failure())
+
+
+def describe(execution: Execution, strategy: str, executions: int, factory_spec: str) -> str:
+    """The full failure report: what broke, the trace, and how to replay it."""
+    lines = [
+        f"Scenario {execution.scenario.name!r} failed under {strategy} "
+        f"(execution {executions}, {execution.steps} steps, "
+        f"virtual t={execution.virtual_time * 1000:.2f} ms):",
+    ]
+    lines += [f"  [{f.kind}] {f.message}" for f in execution.failures]
+    lines += ["", "Trace (one column per thread; t is virtual time):"]
+    lines.append(format_trace(execution.trace, execution.task_names))
+    factory_arg = f", factory=load_factory({factory_spec!r})" if factory_spec else ""
+    lines += [
+        "",
+        f"Replay string: {execution.schedule}",
+        "Replay it (same execution, step for step):",
+        "    from chunk_adapter.explore import replay",
+        "    from chunk_adapter.explore.scenario import *",
+        "    from chunk_adapter.factory import load_factory",
+        f"    scenario = {_indent(execution.scenario.to_python())}",
+        f"    print(replay(scenario, {execution.schedule!r}{factory_arg}).failures)",
+    ]
+    from .library import LIBRARY
+
+    if LIBRARY.get(execution.scenario.name) == execution.scenario:
+        adapter = f" --adapter {factory_spec}" if factory_spec else ""
+        lines.append(
+            f"or: python -m chunk_adapter.explore replay {execution.scenario.name} "
+            f"'{execution.schedule}'{adapter}"
+        )
+    return "\n".join(lines)
+
+
+def _indent(text: str) -> str:
+    return text.replace("\n", "\n    ")
+
+
+def _factory_spec(factory: Callable[..., Any] | None) -> str:
+    """``"module:qualname"`` of a factory, as ``load_factory`` and ``--adapter`` take it."""
+    if factory is None:
+        return ""
+    module = getattr(factory, "__module__", "?")
+    name = getattr(factory, "__qualname__", repr(factory))
+    return f"{module}:{name}"
+
+
+def explore(
+    scenario: Scenario,
+    strategy: Strategy,
+    *,
+    factory: Callable[..., Any] | None = None,
+    checker: Checker | Any | None = _DEFAULT,
+    max_executions: int | None = None,
+    time_budget: float | None = None,
+    max_steps: int = 50_000,
+    wall_timeout: float = 20.0,
+    substitute: Sequence[ModuleType] = (),
+    save_failure: bool = False,
+) -> Report:
+    """Run *scenario* under every schedule *strategy* produces; stop at the first failure.
+
+    ``factory`` builds the adapter (default: the reference one); it must take
+    ``runtime=``, or the adapter's module must be given in ``substitute``.
+    ``checker`` judges each finished execution (default: the contract oracles;
+    ``None``: only deadlocks, livelocks, hangs and crashes fail). The run
+    ends when the strategy has no more executions, after ``max_executions``,
+    or once ``time_budget`` seconds have passed. ``save_failure`` writes a failure
+    report to a new file (never overwriting one: parallel runs keep theirs) in
+    ``$CHUNK_ADAPTER_EXPLORE_DIR`` or the temp directory; ``Report.saved_to`` names it.
+    """
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"explore() takes a Scenario, got {scenario!r}")
+    if not isinstance(strategy, Strategy):
+        raise TypeError(f"explore() takes a Strategy (DfsStrategy(), ...), got {strategy!r}")
+    setup = Setup(
+        factory=factory if factory is not None else reference_factory,
+        checker=default_checker if checker is _DEFAULT else checker,
+        max_steps=max_steps,
+        wall_timeout=wall_timeout,
+        substitute=tuple(substitute),
+        wrap=default_wrap(),
+    )
+    executions = 0
+    failure: Execution | None = None
+    start = time.perf_counter()
+    with prepared(setup):
+        while max_executions is None or executions < max_executions:
+            if time_budget is not None and time.perf_counter() - start > time_budget:
+                break
+            if not strategy.start_execution():
+                break
+            executions += 1
+            execution = run_once(scenario, strategy, setup, every_step=strategy.every_step)
+            if not execution.ok:
+                failure = execution
+                break
+    complete = failure is None and bool(getattr(strategy, "complete", False))
+    report = Report(
+        scenario,
+        strategy.describe(),
+        executions,
+        time.perf_counter() - start,
+        complete,
+        failure,
+        _factory_spec(factory),
+    )
+    if failure is not None and save_failure:
+        report.saved_to = _save(report)
+    return report
+
+
+def replay(
+    scenario: Scenario,
+    schedule: str,
+    *,
+    factory: Callable[..., Any] | None = None,
+    checker: Checker | Any | None = _DEFAULT,
+    substitute: Sequence[ModuleType] = (),
+    max_steps: int = 50_000,
+) -> Execution:
+    """Run *scenario* once more under the recorded *schedule* and return that execution."""
+    setup = Setup(
+        factory=factory if factory is not None else reference_factory,
+        checker=default_checker if checker is _DEFAULT else checker,
+        max_steps=max_steps,
+        substitute=tuple(substitute),
+        wrap=default_wrap(),
+    )
+    with prepared(setup):
+        return run_once(scenario, ReplayStrategy(schedule), setup, every_step=False)
+
+
+def _save(report: Report) -> str:
+    """Write the failure report to a new file (created exclusively) and return its path."""
+    directory = os.environ.get("CHUNK_ADAPTER_EXPLORE_DIR") or tempfile.gettempdir()
+    fd, path = tempfile.mkstemp(prefix="explore-failure-", suffix=".txt", dir=directory)
+    with os.fdopen(fd, "w") as out:
+        out.write(report.describe_failure() + "\n")
+    return path

@@ -1,0 +1,331 @@
+"""Controlled Lock, Condition, Event, threads and clock: the explorer's runtime.
+
+:class:`ControlledRuntime` satisfies :class:`chunk_adapter.runtime.Runtime`, so
+an adapter that takes ``runtime=`` runs on it unchanged. Every operation that
+another thread can observe or that can block (acquire, wait, notify, set,
+is_set, join, sleep, thread start) is a switch point: the strategy may run
+another thread just before it. A release is not a switch point of its own; the
+releasing thread's next operation is.
+
+Blocking is modelled, never real: a thread that waits for a lock held by
+another, a condition, an event or a join is *blocked* (not runnable) until the
+operation that releases it, or until the virtual clock reaches its timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+
+from .controller import Controller, ExplorerMisuse, Task, TaskState
+
+__all__ = [
+    "ControlledCondition",
+    "ControlledEvent",
+    "ControlledLock",
+    "ControlledRLock",
+    "ControlledRuntime",
+    "ControlledThread",
+]
+
+
+def _deadline(ctl: Controller, timeout: float | None) -> float | None:
+    if timeout is None or timeout < 0:
+        return None
+    return ctl.now + timeout
+
+
+class ControlledLock:
+    """A non-reentrant lock whose waiters are blocked tasks, not blocked threads."""
+
+    def __init__(self, ctl: Controller, name: str) -> None:
+        self._ctl = ctl
+        self.name = name
+        self.owner: Task | None = None
+        self._waiters: list[Task] = []
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        ctl = self._ctl
+        ctl.switch_point(f"acquire {self.name}")
+        me = ctl.me()
+        deadline = _deadline(ctl, timeout) if blocking else None
+        while self.owner is not None:
+            if self.owner is me and not self._reentrant():
+                ctl.note(f"DEADLOCK: {self.name} acquired again by its owner")
+            if not blocking or (deadline is not None and ctl.now >= deadline):
+                return False
+            self._waiters.append(me)
+            ctl.block(f"acquire {self.name} (held by {self.owner.name!r})", deadline)
+            if me in self._waiters:
+                self._waiters.remove(me)
+        self._take(me)
+        return True
+
+    def _reentrant(self) -> bool:
+        return False
+
+    def _take(self, me: Task) -> None:
+        self.owner = me
+
+    def release(self) -> None:
+        if self.owner is None:
+            if self._ctl._aborting:
+                return
+            raise RuntimeError(f"release of unlocked lock {self.name}")
+        self._release_fully()
+
+    def _release_fully(self) -> None:
+        self.owner = None
+        waiters, self._waiters = self._waiters, []
+        for task in waiters:
+            self._ctl.wake(task, "lock released")
+
+    def locked(self) -> bool:
+        return self.owner is not None
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        owner = self.owner.name if self.owner else None
+        return f"<{self.name} owner={owner!r}>"
+
+
+class ControlledRLock(ControlledLock):
+    """A reentrant lock (for substituted modules that use ``threading.RLock``)."""
+
+    def __init__(self, ctl: Controller, name: str) -> None:
+        super().__init__(ctl, name)
+        self.count = 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        me = self._ctl.me()
+        if self.owner is me:
+            self.count += 1
+            return True
+        return super().acquire(blocking, timeout)
+
+    def _reentrant(self) -> bool:
+        return True
+
+    def _take(self, me: Task) -> None:
+        self.owner = me
+        self.count = 1
+
+    def release(self) -> None:
+        if self.owner is None or (self.owner is not self._ctl.me() and not self._ctl._aborting):
+            if self._ctl._aborting:
+                return
+            raise RuntimeError(f"cannot release un-acquired lock {self.name}")
+        self.count -= 1
+        if self.count <= 0:
+            self.count = 0
+            self._release_fully()
+
+
+class ControlledCondition:
+    """A condition variable over a controlled lock; ``wait`` honours virtual timeouts."""
+
+    def __init__(self, ctl: Controller, lock: ControlledLock, name: str) -> None:
+        if not isinstance(lock, ControlledLock):
+            raise ExplorerMisuse(
+                f"Condition({lock!r}): under the explorer a condition needs a lock from the "
+                "same runtime (runtime.Lock()), not a real threading lock"
+            )
+        self._ctl = ctl
+        self.lock = lock
+        self.name = name
+        self._waiters: list[Task] = []
+
+    def __enter__(self) -> bool:
+        return self.lock.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.lock.release()
+
+    def _check_owner(self, what: str) -> Task:
+        me = self._ctl.me()
+        if self.lock.owner is not me:
+            raise RuntimeError(f"cannot {what} on un-acquired lock ({self.name})")
+        return me
+
+    def wait(self, timeout: float | None = None) -> bool:
+        ctl = self._ctl
+        ctl.switch_point(f"wait {self.name} timeout={timeout}")
+        me = self._check_owner("wait")
+        count = getattr(self.lock, "count", 1)
+        self.lock._release_fully()
+        self._waiters.append(me)
+        label = f"wait {self.name}" + (" (no timeout)" if timeout is None else f" {timeout}s")
+        reason = ctl.block(label, _deadline(ctl, timeout))
+        if me in self._waiters:
+            self._waiters.remove(me)
+        # Re-acquire without a switch point of its own: the wake-up was the choice.
+        while self.lock.owner is not None:
+            self.lock._waiters.append(me)
+            ctl.block(f"re-acquire {self.lock.name} after {self.name}", None)
+            if me in self.lock._waiters:
+                self.lock._waiters.remove(me)
+        self.lock._take(me)
+        if isinstance(self.lock, ControlledRLock):
+            self.lock.count = count
+        return reason == "notified"
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        deadline = _deadline(self._ctl, timeout)
+        result = predicate()
+        while not result:
+            if deadline is not None:
+                remaining = deadline - self._ctl.now
+                if remaining <= 0:
+                    break
+                self.wait(remaining)
+            else:
+                self.wait()
+            result = predicate()
+        return result
+
+    def notify(self, n: int = 1) -> None:
+        self._ctl.switch_point(f"notify {self.name}")
+        self._check_owner("notify")
+        woken, self._waiters = self._waiters[:n], self._waiters[n:]
+        for task in woken:
+            self._ctl.wake(task, "notified")
+
+    def notify_all(self) -> None:
+        self.notify(len(self._waiters))
+
+    def __repr__(self) -> str:
+        return f"<{self.name} waiters={[t.name for t in self._waiters]}>"
+
+
+class ControlledEvent:
+    """``set`` / ``is_set`` / ``wait(timeout)`` with modelled blocking."""
+
+    def __init__(self, ctl: Controller, name: str) -> None:
+        self._ctl = ctl
+        self.name = name
+        self._flag = False
+        self._waiters: list[Task] = []
+
+    def set(self) -> None:
+        self._ctl.switch_point(f"set {self.name}")
+        self._flag = True
+        waiters, self._waiters = self._waiters, []
+        for task in waiters:
+            self._ctl.wake(task, "notified")
+
+    def clear(self) -> None:
+        self._ctl.switch_point(f"clear {self.name}")
+        self._flag = False
+
+    def is_set(self) -> bool:
+        self._ctl.switch_point(f"is_set {self.name}")
+        return self._flag
+
+    def wait(self, timeout: float | None = None) -> bool:
+        ctl = self._ctl
+        ctl.switch_point(f"wait {self.name} timeout={timeout}")
+        if self._flag:
+            return True
+        me = ctl.me()
+        self._waiters.append(me)
+        ctl.block(f"wait {self.name}", _deadline(ctl, timeout))
+        if me in self._waiters:
+            self._waiters.remove(me)
+        return self._flag
+
+    def __repr__(self) -> str:
+        return f"<{self.name} set={self._flag}>"
+
+
+class ControlledThread:
+    """The handle ``start_thread`` returns: ``name``, ``join(timeout)``, ``is_alive()``."""
+
+    def __init__(self, ctl: Controller, task: Task) -> None:
+        self._ctl = ctl
+        self._task = task
+
+    @property
+    def name(self) -> str:
+        return self._task.name
+
+    def join(self, timeout: float | None = None) -> None:
+        ctl = self._ctl
+        ctl.switch_point(f"join {self.name!r} timeout={timeout}")
+        deadline = _deadline(ctl, timeout)
+        me = ctl.me()
+        while self._task.state is not TaskState.FINISHED:
+            if deadline is not None and ctl.now >= deadline:
+                return
+            self._task.joiners.append(me)
+            ctl.block(f"join {self.name!r}", deadline)
+            if me in self._task.joiners:
+                self._task.joiners.remove(me)
+
+    def is_alive(self) -> bool:
+        self._ctl.switch_point(f"is_alive {self.name!r}")
+        return self._task.state is not TaskState.FINISHED
+
+    def __repr__(self) -> str:
+        return f"<ControlledThread {self.name!r} {self._task.state.value}>"
+
+
+class ControlledRuntime:
+    """The runtime the explorer hands to the adapter (see :mod:`chunk_adapter.runtime`)."""
+
+    def __init__(self, ctl: Controller) -> None:
+        self.ctl = ctl
+        self._count = 0
+
+    def _name(self, kind: str) -> str:
+        self._count += 1
+        return f"{kind}#{self._count}"
+
+    def Lock(self) -> ControlledLock:
+        return ControlledLock(self.ctl, self._name("Lock"))
+
+    def RLock(self) -> ControlledRLock:
+        return ControlledRLock(self.ctl, self._name("RLock"))
+
+    def Condition(self, lock: ControlledLock | None = None) -> ControlledCondition:
+        if lock is None:
+            lock = self.RLock()
+        return ControlledCondition(self.ctl, lock, f"{self._name('Cond')}({lock.name})")
+
+    def Event(self) -> ControlledEvent:
+        return ControlledEvent(self.ctl, self._name("Event"))
+
+    def start_thread(self, target: Callable[[], None], name: str) -> ControlledThread:
+        task = self.ctl.spawn(target, name)
+        self.ctl.switch_point(f"started {name!r}")
+        return ControlledThread(self.ctl, task)
+
+    def monotonic(self) -> float:
+        return self.ctl.now
+
+    def sleep(self, seconds: float) -> None:
+        ctl = self.ctl
+        if seconds <= 0:
+            ctl.switch_point("sleep(0)")
+            return
+        # No separate switch point: nothing moves the clock while anyone can run,
+        # so running another thread just before the sleep starts changes nothing.
+        ctl.note(f"sleep {seconds}")
+        ctl.block(f"sleep {seconds}", ctl.now + seconds)
+
+    def __repr__(self) -> str:
+        return "ControlledRuntime()"

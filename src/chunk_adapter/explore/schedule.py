@@ -1,0 +1,86 @@
+"""A schedule as one short string, and back.
+
+A schedule is the list of decisions an execution made: at every point where
+more than one thread could run, the id of the thread that ran (threads are
+numbered in the order they started: 0 is the scheduler thread, then the
+adapter's threads); and every random number handed to the code under test.
+
+Encoding (version 1)::
+
+    1:<decisions>:<body>
+
+``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...)
+followed by a repeat count when it repeats (``a12`` = twelve times thread 0),
+and a random number as ``~<hex>.``. ``decisions`` is the number of decisions,
+so a truncated string is caught. Example: ``1:17:a9cb2a5``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InvalidValue
+
+__all__ = ["Decision", "decode", "encode"]
+
+Decision = tuple[str, int]  # ("t", thread id) or ("r", random value)
+
+_VERSION = "1"
+_MAX_TASKS = 26
+_TOKEN = re.compile(r"([a-z])(\d*)|~([0-9a-f]+)\.")
+
+
+def encode(decisions: list[Decision]) -> str:
+    """The string form of *decisions* (see module doc)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(decisions):
+        kind, value = decisions[i]
+        if kind == "r":
+            parts.append(f"~{value:x}.")
+            i += 1
+            continue
+        if not 0 <= value < _MAX_TASKS:
+            raise InvalidValue(
+                f"schedule strings name at most {_MAX_TASKS} threads, got thread id {value}"
+            )
+        run = 1
+        while i + run < len(decisions) and decisions[i + run] == ("t", value):
+            run += 1
+        parts.append(chr(ord("a") + value) + (str(run) if run > 1 else ""))
+        i += run
+    return f"{_VERSION}:{len(decisions)}:{''.join(parts)}"
+
+
+def decode(text: str) -> list[Decision]:
+    """Parse a string made by :func:`encode`; errors say what is wrong with it."""
+    if not isinstance(text, str):
+        raise InvalidValue(f"a schedule is a string like '1:3:a2b', got {text!r}")
+    fields = text.strip().split(":")
+    if len(fields) != 3 or fields[0] != _VERSION or not fields[1].isdigit():
+        raise InvalidValue(
+            f"not a version-{_VERSION} schedule string: {text!r} "
+            "(expected '1:<count>:<body>', as printed by a failing exploration)"
+        )
+    body = fields[2]
+    decisions: list[Decision] = []
+    pos = 0
+    while pos < len(body):
+        match = _TOKEN.match(body, pos)
+        if match is None:
+            raise InvalidValue(
+                f"bad schedule body at character {pos} of {body!r} in {text!r}; "
+                "copy the whole replay string from the failure report"
+            )
+        if match.group(3) is not None:
+            decisions.append(("r", int(match.group(3), 16)))
+        else:
+            tid = ord(match.group(1)) - ord("a")
+            decisions.extend([("t", tid)] * int(match.group(2) or "1"))
+        pos = match.end()
+    if len(decisions) != int(fields[1]):
+        raise InvalidValue(
+            f"schedule {text!r} declares {fields[1]} decisions but holds "
+            f"{len(decisions)}: it was truncated or edited; copy it again"
+        )
+    return decisions

@@ -1,0 +1,41 @@
+"""The one small interface every strategy implements (after awslabs/shuttle).
+
+Three calls: :meth:`Strategy.start_execution` before each execution (``False``
+ends the exploration), :meth:`Strategy.next_task` at each point where the
+controller must pick which thread runs, and :meth:`Strategy.next_u64` when the
+code under test asks for a random number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["Strategy", "ordered"]
+
+
+class Strategy:
+    """Base class: subclasses override the three calls and set ``every_step`` if needed."""
+
+    every_step = False
+    """``True``: be asked at every step, even when only one thread can run (PCT counts steps)."""
+
+    def start_execution(self) -> bool:
+        raise NotImplementedError
+
+    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
+        raise NotImplementedError
+
+    def next_u64(self) -> int:
+        return 0
+
+    def describe(self) -> str:
+        """How to build this strategy again, as Python (shown in failure reports)."""
+        return f"{type(self).__name__}()"
+
+
+def ordered(runnable: Sequence[int], current: int | None) -> list[int]:
+    """The alternatives at a choice point: the running thread first (no preemption), then
+    the others by id. Index 0 therefore always means "do not preempt"."""
+    if current is not None and current in runnable:
+        return [current, *(t for t in runnable if t != current)]
+    return list(runnable)

@@ -1,0 +1,179 @@
+"""The same scenario on plain real threads: the baseline the explorer is compared with.
+
+:func:`run_threads` runs a scenario's script on the calling thread against an
+adapter on :class:`~chunk_adapter.runtime.ThreadingRuntime` (the OS schedules
+everything), with the same connector stack, recording and checker as the
+explorer. ``settle()`` waits in real time until nothing has happened for
+``idle`` seconds. After ``stop()`` a thread still alive counts as a hang.
+Nothing here is deterministic: it is what "run it 200 times in CI" finds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
+from ..connectors.base import Connector, ConnectorWrapper
+from ..factory import reference_factory
+from ..history import History
+from .checks import default_checker, default_wrap
+from .controller import Failure
+from .execution import QUIET, Execution, _put_tries, _takes
+from .scenario import Scenario
+
+__all__ = ["ThreadRun", "run_threads"]
+
+
+class _Progress(ConnectorWrapper):
+    """Counts puts and values got, for a real-time ``settle()``."""
+
+    def __init__(self, inner: Connector) -> None:
+        super().__init__(inner)
+        # Guards count; taken for one increment; nobody waits on it.
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def _bump(self) -> None:
+        with self._lock:
+            self.count += 1
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self._bump()
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        value = self.inner.get(key)
+        if value is not None:
+            self._bump()
+        return value
+
+
+@dataclass
+class ThreadRun:
+    """One real-thread run: what went wrong (if anything) and how long it took."""
+
+    failures: list[Failure] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def run_threads(
+    scenario: Scenario,
+    *,
+    factory: Callable[..., Any] | None = None,
+    idle: float = 0.15,
+    settle_limit: float = 10.0,
+) -> ThreadRun:
+    """Run *scenario* once on real threads and check it like the explorer does."""
+    factory = factory if factory is not None else reference_factory
+    start = time.perf_counter()
+    history = History()
+    faulty = FaultyConnector(
+        MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
+    )
+    progress = _Progress(RecordingConnector(faulty, history))
+    builder = GatedBuilder(history=history)
+    options = {k: v for k, v in scenario.options.items() if _takes(factory, k)}
+    kwargs: dict[str, Any] = dict(options)
+    if _takes(factory, "logger"):
+        kwargs["logger"] = QUIET
+    adapter = factory(
+        progress,
+        stage_id=scenario.stage_id,
+        src_stage_id=scenario.stage_id,
+        build_payload=builder,
+        **kwargs,
+    )
+    wrap = default_wrap()
+    target = wrap(adapter, history) if wrap is not None else adapter
+    run = ThreadRun()
+    cut: int | None = None
+    script = scenario.script
+    with _crashes() as died:
+        for i, op in enumerate(script):
+            if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
+                cut = history.tick()
+            _apply(op, target, faulty, builder, progress, idle, settle_limit)
+    run.failures += [Failure("crash", f"thread {name!r} raised {exc!r}") for name, exc in died]
+    stuck = [t.name for t in getattr(adapter, "threads", list)() if t.is_alive()]
+    if stuck:
+        run.failures.append(Failure("hang", f"threads still alive after stop(): {stuck}"))
+    execution = Execution(
+        scenario=scenario,
+        schedule="",
+        task_names=[],
+        trace=[],
+        steps=0,
+        virtual_time=0.0,
+        history=history,
+        cut=cut,
+        options=options,
+        put_tries=_put_tries(factory, options),
+    )
+    run.failures += [Failure("violation", m) for m in default_checker(execution)]
+    run.seconds = time.perf_counter() - start
+    return run
+
+
+@contextmanager
+def _crashes() -> Iterator[list[tuple[str, BaseException | None]]]:
+    """Collect uncaught exceptions of threads (as the explorer's ``crash``) while active."""
+    died: list[tuple[str, BaseException | None]] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else "?"
+        died.append((name, args.exc_value))
+
+    threading.excepthook = hook
+    try:
+        yield died
+    finally:
+        threading.excepthook = previous
+
+
+def _apply(
+    op: Any,
+    target: Any,
+    faulty: FaultyConnector,
+    builder: GatedBuilder,
+    progress: _Progress,
+    idle: float,
+    settle_limit: float,
+) -> None:
+    kind = op.kind
+    if kind in ("fail_put", "fail_get"):
+        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
+    elif kind == "fail_build":
+        builder.fail(op.request_id, times=op.times)
+    elif kind == "settle":
+        deadline = time.monotonic() + settle_limit
+        seen, quiet_since = progress.count, time.monotonic()
+        while time.monotonic() - quiet_since < idle and time.monotonic() < deadline:
+            time.sleep(idle / 10)  # real threads: settling is waiting for real
+            if progress.count != seen:
+                seen, quiet_since = progress.count, time.monotonic()
+    else:
+        try:
+            if kind == "save":
+                target.save_async(op.request_id, op.obj, op.final)
+            elif kind == "cancel":
+                target.cancel_sender(op.request_id)
+            elif kind == "load":
+                target.load_async(op.request_id)
+            elif kind == "cleanup":
+                target.cleanup_receiver(op.request_id)
+            elif kind == "poll":
+                target.poll_ready()
+            elif kind == "stop":
+                target.stop()
+        except RuntimeError:
+            pass  # a call after stop(): the oracles judge it from the record

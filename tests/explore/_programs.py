@@ -1,0 +1,35 @@
+"""Run a small function on the controlled runtime, for tests of the explorer itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from chunk_adapter.explore import DfsStrategy, Strategy
+from chunk_adapter.explore.controller import Controller
+from chunk_adapter.explore.primitives import ControlledRuntime
+
+
+def run_program(
+    fn: Callable[[ControlledRuntime], None], strategy: Strategy | None = None, **kwargs: Any
+) -> Controller:
+    """One execution of ``fn(runtime)`` as the scheduler thread; the finished controller."""
+    strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
+    assert strategy.start_execution()
+    ctl = Controller(strategy, **kwargs)
+    runtime = ControlledRuntime(ctl)
+    ctl.run(lambda: fn(runtime))
+    return ctl
+
+
+def every_execution(
+    fn: Callable[[ControlledRuntime], None], strategy: Strategy, **kwargs: Any
+) -> list[Controller]:
+    """Every execution *strategy* produces for ``fn``, as finished controllers."""
+    out = []
+    while strategy.start_execution():
+        ctl = Controller(strategy, **kwargs)
+        runtime = ControlledRuntime(ctl)
+        ctl.run(lambda rt=runtime: fn(rt))  # type: ignore[misc]
+        out.append(ctl)
+    return out

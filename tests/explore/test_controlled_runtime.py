@@ -1,0 +1,220 @@
+"""The controlled runtime itself: virtual time, blocking, and what it reports (issue 5).
+
+These run small programs, not the adapter, so each property of the explorer is
+checked on its own: a bug the explorer must report, and the control that must
+pass. Rule R20 (waits re-check, never hang) is what the hang and deadlock
+reports serve.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from _programs import every_execution, run_program
+
+from chunk_adapter.explore import DfsStrategy, RandomStrategy
+from chunk_adapter.explore.controller import ExplorerMisuse
+from chunk_adapter.explore.primitives import ControlledRuntime
+
+
+def kinds(ctl: object) -> list[str]:
+    return [f.kind for f in ctl.failures]  # type: ignore[attr-defined]
+
+
+@pytest.mark.rule("R20")
+def test_sleep_and_timeouts_use_virtual_time() -> None:
+    seen: list[tuple[str, float, bool]] = []
+
+    def program(rt: ControlledRuntime) -> None:
+        rt.sleep(100.0)
+        cond = rt.Condition(rt.Lock())
+        with cond:
+            notified = cond.wait(0.5)
+        seen.append(("waited", rt.monotonic(), notified))
+
+    start = time.perf_counter()
+    ctl = run_program(program)
+    assert not ctl.failures
+    assert seen == [("waited", 100.5, False)]
+    assert time.perf_counter() - start < 5.0  # 100 virtual seconds, no real waiting
+
+
+@pytest.mark.rule("R20")
+def test_notify_wakes_a_waiter_before_its_timeout() -> None:
+    seen: list[tuple[float, bool]] = []
+
+    def program(rt: ControlledRuntime) -> None:
+        cond = rt.Condition(rt.Lock())
+        ready: list[bool] = []
+
+        def waiter() -> None:
+            with cond:
+                while not ready:
+                    if not cond.wait(10.0):
+                        break
+                seen.append((rt.monotonic(), bool(ready)))
+
+        worker = rt.start_thread(waiter, "waiter")
+        rt.sleep(1.0)
+        with cond:
+            ready.append(True)
+            cond.notify()
+        worker.join(5.0)
+
+    ctl = run_program(program)
+    assert not ctl.failures
+    assert seen == [(1.0, True)]
+
+
+def test_dfs_sees_every_interleaving_of_two_threads() -> None:
+    orders: set[str] = set()
+
+    def program(rt: ControlledRuntime) -> None:
+        out: list[str] = []
+        event = rt.Event()  # is_set() is a switch point: two visible steps per thread
+
+        def worker(name: str) -> None:
+            for _ in range(2):
+                event.is_set()
+                out.append(name)
+
+        a = rt.start_thread(lambda: worker("a"), "a")
+        b = rt.start_thread(lambda: worker("b"), "b")
+        a.join()
+        b.join()
+        orders.add("".join(out))
+
+    runs = every_execution(program, DfsStrategy(preemption_bound=10))
+    assert all(not ctl.failures for ctl in runs)
+    assert orders == {"aabb", "abab", "abba", "baab", "baba", "bbaa"}
+
+
+def test_dfs_finds_a_lost_update_and_a_lock_prevents_it() -> None:
+    def counter(locked: bool) -> set[int]:
+        results: set[int] = set()
+
+        def program(rt: ControlledRuntime) -> None:
+            lock = rt.Lock()
+            box = [0]
+
+            def bump() -> None:
+                if locked:
+                    lock.acquire()
+                value = box[0]
+                rt.sleep(0)  # a switch point between the read and the write
+                box[0] = value + 1
+                if locked:
+                    lock.release()
+
+            threads = [rt.start_thread(bump, f"t{i}") for i in range(2)]
+            for t in threads:
+                t.join()
+            results.add(box[0])
+
+        every_execution(program, DfsStrategy(preemption_bound=2))
+        return results
+
+    assert counter(locked=False) == {1, 2}
+    assert counter(locked=True) == {2}
+
+
+def test_reports_a_deadlock_with_what_each_thread_waits_for() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        a, b = rt.Lock(), rt.Lock()
+
+        def one() -> None:
+            with a, b:
+                pass
+
+        def two() -> None:
+            with b, a:
+                pass
+
+        t1, t2 = rt.start_thread(one, "one"), rt.start_thread(two, "two")
+        t1.join()
+        t2.join()
+
+    runs = every_execution(program, DfsStrategy(preemption_bound=2))
+    deadlocks = [ctl for ctl in runs if "deadlock" in kinds(ctl)]
+    assert deadlocks, "DFS missed the lock-order deadlock"
+    message = next(f.message for f in deadlocks[0].failures if f.kind == "deadlock")
+    assert "'one' in acquire" in message and "'two' in acquire" in message, message
+    assert any(not ctl.failures for ctl in runs)  # and most orders are fine
+
+
+@pytest.mark.rule("R17")
+def test_reports_a_busy_loop_as_a_livelock() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        stop = rt.Event()
+        while not stop.is_set():  # nothing ever sets it, and no time passes
+            pass
+
+    ctl = run_program(program, max_steps=500)
+    assert kinds(ctl) == ["livelock"]
+    assert "more than 500 switch points" in ctl.failures[0].message
+
+
+@pytest.mark.rule("R20")
+def test_reports_a_wait_without_timeout_left_after_the_script_as_a_hang() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        cond = rt.Condition(rt.Lock())
+
+        def sleeper() -> None:
+            with cond:
+                cond.wait()  # nobody will ever notify
+
+        rt.start_thread(sleeper, "sleeper")
+        rt.sleep(1.0)
+
+    ctl = run_program(program)
+    assert kinds(ctl) == ["hang"]
+    assert "'sleeper' in wait" in ctl.failures[0].message
+
+
+@pytest.mark.rule("R22")
+def test_reports_a_thread_that_dies() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        def boom() -> None:
+            raise ValueError("boom")
+
+        rt.start_thread(boom, "boom").join()
+
+    ctl = run_program(program)
+    assert kinds(ctl) == ["crash"]
+    assert "ValueError('boom')" in ctl.failures[0].message
+
+
+def test_reports_blocking_the_explorer_does_not_control() -> None:
+    real = threading.Event()
+
+    def program(rt: ControlledRuntime) -> None:
+        real.wait(30)  # a real primitive: the explorer cannot schedule around it
+
+    try:
+        ctl = run_program(program, wall_timeout=0.3)
+    finally:
+        real.set()
+    assert kinds(ctl) == ["uncontrolled"]
+    assert "Route it through the runtime" in ctl.failures[0].message
+
+
+def test_primitives_refuse_threads_the_explorer_does_not_run() -> None:
+    holder: list[object] = []
+    run_program(lambda rt: holder.append(rt.Lock()))
+    with pytest.raises(ExplorerMisuse, match="does not run"):
+        holder[0].acquire()  # type: ignore[attr-defined]
+
+
+def test_random_strategy_is_reproducible_from_its_seed() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        event = rt.Event()
+        for name in ("x", "y"):
+            rt.start_thread(lambda: [event.is_set() for _ in range(3)] and None, name)
+        rt.sleep(1)
+
+    first = [c.decisions for c in every_execution(program, RandomStrategy(seed=7, executions=5))]
+    again = [c.decisions for c in every_execution(program, RandomStrategy(seed=7, executions=5))]
+    assert first == again
+    assert len({tuple(d) for d in first}) > 1  # and the executions differ from each other

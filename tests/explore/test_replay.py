@@ -1,0 +1,142 @@
+"""A schedule string replays its execution step for step (issue 5). Never skipped.
+
+awslabs/shuttle switched its replay round-trip test off once, and replay broke.
+These tests have no skip and no slow mark: every run of the suite proves that
+the string printed with a failure reproduces that very execution.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chunk_adapter.errors import InvalidValue
+from chunk_adapter.explore import (
+    LIBRARY,
+    DfsStrategy,
+    Execution,
+    PctStrategy,
+    RandomStrategy,
+    Strategy,
+    explore,
+    replay,
+)
+from chunk_adapter.explore.execution import Setup, run_once
+from chunk_adapter.explore.schedule import decode, encode
+from chunk_adapter.factory import reference_factory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
+import broken_explore
+
+
+def fingerprint(execution: Execution) -> tuple[Any, ...]:
+    """Everything an execution did, in order: its trace, its history, its verdict."""
+    trace = [(s.tid, s.time, s.label) for s in execution.trace]
+    history = [repr(r) for r in execution.history.records()]
+    # A poll_ready result holds fresh dicts; repr compares their contents.
+    return (execution.schedule, trace, history, [(f.kind, f.message) for f in execution.failures])
+
+
+def executions(name: str, strategy: Strategy, count: int, factory: Any = None) -> list[Execution]:
+    setup = Setup(factory=factory or reference_factory)
+    from chunk_adapter.explore.checks import default_checker, default_wrap
+
+    setup.checker, setup.wrap = default_checker, default_wrap()
+    out = []
+    while len(out) < count and strategy.start_execution():
+        out.append(run_once(LIBRARY[name], strategy, setup, every_step=strategy.every_step))
+    return out
+
+
+@pytest.mark.parametrize(
+    "name", ["q5-cleanup-inflight-get", "q3-none-and-cancelled-final", "q7-stop-wakes-save"]
+)
+@pytest.mark.parametrize("make", [lambda: RandomStrategy(seed=3), lambda: PctStrategy(seed=3)])
+def test_replay_reproduces_each_execution_step_for_step(name: str, make: Any) -> None:
+    runs = executions(name, make(), 8)
+    assert len({r.schedule for r in runs}) > 1, "the strategy produced only one schedule"
+    for run in runs:
+        again = replay(LIBRARY[name], run.schedule)
+        assert fingerprint(again) == fingerprint(run), (
+            f"replay of {run.schedule!r} on {name} diverged"
+        )
+
+
+def test_replay_reproduces_dfs_executions() -> None:
+    runs = executions("q7-stop-wakes-save", DfsStrategy(preemption_bound=1), 25)
+    for run in runs:
+        assert fingerprint(replay(LIBRARY["q7-stop-wakes-save"], run.schedule)) == fingerprint(run)
+
+
+@pytest.mark.rule("R16")
+def test_a_failure_replays_to_the_same_failure_and_report() -> None:
+    scenario = LIBRARY["q5-cleanup-inflight-get"]
+    factory = broken_explore.NoTokenCheck
+    report = explore(scenario, RandomStrategy(seed=0), factory=factory)
+    assert report.failure is not None
+    text = report.describe_failure()
+    assert f"Replay string: {report.failure.schedule}" in text
+    assert "python -m chunk_adapter.explore replay q5-cleanup-inflight-get" in text
+    again = replay(scenario, report.failure.schedule, factory=factory)
+    assert fingerprint(again) == fingerprint(report.failure)
+    assert any(f.message.startswith("R16") for f in again.failures)
+
+
+def test_failure_reports_go_to_new_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHUNK_ADAPTER_EXPLORE_DIR", str(tmp_path))
+    paths = []
+    for _ in range(2):
+        report = explore(
+            LIBRARY["q5-cleanup-inflight-get"],
+            RandomStrategy(seed=0),
+            factory=broken_explore.NoTokenCheck,
+            save_failure=True,
+        )
+        assert report.failure is not None and report.saved_to is not None
+        paths.append(Path(report.saved_to))
+    assert paths[0] != paths[1] and all(p.parent == tmp_path for p in paths)
+    assert f"Replay string: {report.failure.schedule}" in paths[1].read_text()
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("t"), st.integers(0, 25)),
+            st.tuples(st.just("r"), st.integers(0, 2**64 - 1)),
+        )
+    )
+)
+def test_schedule_strings_round_trip(decisions: list[tuple[str, int]]) -> None:
+    text = encode(decisions)
+    assert decode(text) == decisions
+    assert text.startswith(f"1:{len(decisions)}:")
+
+
+def test_schedule_strings_are_short() -> None:
+    assert encode([("t", 0)] * 40 + [("t", 2)] * 3 + [("t", 0)]) == "1:44:a40c3a"
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("a3b", "not a version-1 schedule"),
+        ("1:5:a3b", "declares 5 decisions but holds 4"),
+        ("1:2:a?", "bad schedule body at character 1"),
+        ("2:1:a", "not a version-1 schedule"),
+    ],
+)
+def test_malformed_schedule_strings_are_rejected_clearly(text: str, match: str) -> None:
+    with pytest.raises(InvalidValue, match=match):
+        decode(text)
+
+
+def test_a_schedule_for_another_scenario_is_reported_as_diverged() -> None:
+    run = executions("q5-cleanup-inflight-get", RandomStrategy(seed=1), 1)[0]
+    other = replay(LIBRARY["q7-stop-wakes-save"], run.schedule)
+    assert [f.kind for f in other.failures] == ["diverged"], other.failures
+    assert "changed since the schedule was recorded" in other.failures[0].message
