@@ -9,6 +9,7 @@ runs the conformance suite (every verify stage) against it.
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -66,8 +67,15 @@ def adapter_spec(pytestconfig: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def adapter_factory(adapter_spec: str) -> AdapterFactory:
-    """The factory named by ``--adapter`` (the reference adapter by default)."""
+def adapter_factory(adapter_spec: str, pytestconfig: pytest.Config) -> AdapterFactory:
+    """The factory named by ``--adapter`` (the reference adapter by default).
+
+    The directory pytest was started in is importable, as with ``python -m
+    pytest``, so ``--adapter tests.quality.broken:factory`` works from a checkout.
+    """
+    here = str(pytestconfig.invocation_params.dir)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     return load_factory(adapter_spec)
 
 

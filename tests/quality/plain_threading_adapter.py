@@ -87,6 +87,7 @@ class PlainChunkAdapter:
             self._send_cond.notify()
 
     def cancel_sender(self, request_id: str) -> None:
+        _check_id(request_id, "cancel_sender")
         with self._send_lock:
             if self._stop.is_set():
                 raise RuntimeError("cancel_sender after stop()")
@@ -142,6 +143,7 @@ class PlainChunkAdapter:
 
     # receiver
     def load_async(self, request_id: str) -> None:
+        _check_id(request_id, "load_async")
         with self._recv_cond:
             if self._stop.is_set():
                 raise RuntimeError("load_async after stop()")
@@ -159,6 +161,7 @@ class PlainChunkAdapter:
         return ready
 
     def cleanup_receiver(self, request_id: str) -> None:
+        _check_id(request_id, "cleanup_receiver")
         with self._recv_lock:
             self._tokens.pop(request_id, None)
             self._next_recv_id.pop(request_id, None)
@@ -217,6 +220,17 @@ class PlainChunkAdapter:
 
     def threads(self) -> list[threading.Thread]:
         return list(self._threads)
+
+    def __enter__(self) -> PlainChunkAdapter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def _check_id(request_id: object, call: str) -> None:
+    if not isinstance(request_id, str):
+        raise TypeError(f"{call}({request_id!r}): the request id must be a str")
 
 
 class PlainChunkAdapterFixed(PlainChunkAdapter):
