@@ -150,15 +150,6 @@ class _Chain:
         last_end = self.reg.load.begin
         ds = self.reg.deliveries
         for c, d in enumerate(ds):
-            if c > 0 and _finished(ds[c - 1].value):
-                out.append(
-                    Violation(
-                        "R13",
-                        f"poll_ready handed out {d.value!r} after this registration's final chunk",
-                        self.rid,
-                    )
-                )
-                return out
             g = next(
                 (
                     g
@@ -169,6 +160,15 @@ class _Chain:
             )
             if g is None:
                 out.append(self._unexplained(c, d.value, [x.value for x in ds[:c]]))
+                return out
+            if c > 0 and _finished(ds[c - 1].value):
+                out.append(
+                    Violation(
+                        "R13",
+                        f"poll_ready handed out {d.value!r} after this registration's final chunk",
+                        self.rid,
+                    )
+                )
                 return out
             last_end = g.end
         if self.live:

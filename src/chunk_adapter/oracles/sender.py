@@ -11,6 +11,7 @@ last, with data ``None`` when the request was cancelled.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,7 +60,8 @@ def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> lis
         out += _wire(rid, puts)
         out += _ids(rid, puts)
         out += _after_stop(rid, puts, tl.sender_stop_end)
-        out += _Aligner(tl, rid, quiescent, put_tries).run()
+        if tl.have_saves:  # else the sender is not recorded here: wire and id checks only
+            out += _Aligner(tl, rid, quiescent, put_tries).run()
     return out
 
 
@@ -125,7 +127,10 @@ class _Aligner:
         self.quiescent = quiescent and tl.sender_stop_end is None
         self.put_tries = put_tries
         self.have_builds = tl.have_builds
-        self.builds: list[BuildCall] = tl.builds.get(rid, [])
+        self.builds: list[BuildCall] = tl.builds.get(rid, [])  # in begin order
+        self._build_begins = [b.begin for b in self.builds]
+        self._builds_by_end = sorted(self.builds, key=lambda b: b.end)
+        self._build_ends = [b.end for b in self._builds_by_end]
         self.cancels = tl.cancels.get(rid, [])
         self.puts = tl.puts.get(rid, [])
         self.streams = _streams(tl.saves.get(rid, []))
@@ -169,20 +174,26 @@ class _Aligner:
         return [c for c in self.cancels if self.prev_final_end < c.begin < before]
 
     def _build_before(self, op: ConnectorOp, after: int) -> BuildCall | None:
-        best = None
-        for b in self.builds:
-            if after < b.begin and b.end < op.begin:
-                best = b
-        return best
+        """The last build that ended before *op* began, if it began after *after*.
+
+        One SAVE thread builds one chunk at a time, so that is the build of the
+        chunk *op* puts (or nothing, for a chunk put without a build).
+        """
+        i = bisect.bisect_left(self._build_ends, op.begin)
+        if i == 0:
+            return None
+        b = self._builds_by_end[i - 1]
+        return b if b.begin > after else None
 
     def _dropped_ok(self, s: CallRecord, window_end: int) -> bool:
         """Is there a reason besides failed puts for save *s* to have no put?"""
         snap = s.args[0]
         if not self.have_builds and snap is None:
             return True  # identity build -> None payload -> skipped (R8)
-        for b in self.builds:
-            same = b.begin > s.begin and not b.is_final and b.begin < window_end
-            if same and b.snapshot == snap and (b.outcome == "error" or b.result is None):
+        lo = bisect.bisect_right(self._build_begins, s.begin)
+        hi = bisect.bisect_left(self._build_begins, window_end)
+        for b in self.builds[lo:hi]:
+            if not b.is_final and b.snapshot == snap and (b.outcome == "error" or b.result is None):
                 return True  # R7 / R8
         return bool(self._cancels(window_end))  # R6
 
@@ -340,7 +351,7 @@ class _Aligner:
             )
             if not explained:
                 self.v(
-                    "R6",
+                    "R7",
                     f"final chunk put with data None, but the request was not cancelled and its "
                     f"build did not fail or return None (expected data from {s.args[0]!r})",
                     op.key,

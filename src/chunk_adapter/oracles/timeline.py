@@ -63,6 +63,7 @@ class Timeline:
     registrations: dict[str, list[Registration]]
     stray: list[tuple[str, Delivery]]  # delivered while the request was not registered
     have_builds: bool
+    have_saves: bool  # any save_async recorded: the sender is observed
     sender_stop_end: int | None  # end of the first stop() of an adapter that saved
     stopped_adapters: dict[str, int]  # adapter name -> end of its first completed stop()
 
@@ -110,6 +111,7 @@ class Timeline:
             registrations=registrations,
             stray=stray,
             have_builds=bool(builds_all),
+            have_saves=bool(senders),
             sender_stop_end=min(sender_stops) if sender_stops else None,
             stopped_adapters=stopped,
         )

@@ -1,0 +1,33 @@
+"""Hypothesis state machines that check any adapter against the contract.
+
+From your own test file::
+
+    from chunk_adapter.stateful import make_machine
+
+    def my_factory(connector, *, stage_id, src_stage_id=None, build_payload=None):
+        return MyAdapter(connector, stage_id=stage_id, src_stage_id=src_stage_id,
+                         build_payload=build_payload)
+
+    TestMyAdapterConformance = make_machine(my_factory).TestCase
+
+or in one call: ``run_conformance(my_factory)``. The Hypothesis profile comes
+from ``CHUNK_ADAPTER_PROFILE`` (dev, ci, thorough; see ``chunk_adapter.profiles``).
+"""
+
+from .api import make_machine, reproduce_command, run_conformance
+from .harness import SENTINEL, Harness
+from .machine import REQUEST_IDS, ConformanceMachine, MachineConfig
+from .watch import Counts, WatchedHistory
+
+__all__ = [
+    "REQUEST_IDS",
+    "SENTINEL",
+    "ConformanceMachine",
+    "Counts",
+    "Harness",
+    "MachineConfig",
+    "WatchedHistory",
+    "make_machine",
+    "reproduce_command",
+    "run_conformance",
+]

@@ -1,0 +1,70 @@
+"""The entry points: ``make_machine(factory)`` and ``run_conformance(factory)``."""
+
+from __future__ import annotations
+
+from hypothesis import settings as Settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from ..factory import AdapterFactory
+from ..profiles import current_profile, hypothesis_settings
+from .machine import ConformanceMachine, MachineConfig
+
+__all__ = ["make_machine", "reproduce_command", "run_conformance"]
+
+
+def reproduce_command(factory: AdapterFactory, profile: str | None = None) -> str:
+    """The command that re-runs the project's machines on *factory*."""
+    spec = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', '?')}"
+    name = current_profile(profile).name
+    return (
+        f"CHUNK_ADAPTER_PROFILE={name} python -m pytest tests/stateful --adapter {spec} "
+        "(then add the @reproduce_failure line Hypothesis prints to replay exactly this run)"
+    )
+
+
+def make_machine(
+    factory: AdapterFactory,
+    *,
+    put_tries: int = 3,
+    liveness_timeout: float | None = None,
+    reproduce: str | None = None,
+    settings: Settings | None = None,
+    name: str | None = None,
+) -> type[ConformanceMachine]:
+    """A ``ConformanceMachine`` subclass bound to *factory*; use its ``.TestCase``.
+
+    *put_tries* is the adapter's configured number of put tries (the contract's
+    default is 3). *liveness_timeout* bounds each wait (default: the profile's).
+    *settings* defaults to the current profile's.
+    """
+    if not callable(factory):
+        raise TypeError(f"make_machine needs an adapter factory (a callable), got {factory!r}")
+    if isinstance(put_tries, bool) or not isinstance(put_tries, int) or put_tries < 1:
+        raise ValueError(f"put_tries counts every try and must be an int >= 1, got {put_tries!r}")
+    config = MachineConfig(
+        factory=factory,
+        put_tries=put_tries,
+        liveness_timeout=liveness_timeout,
+        reproduce=reproduce if reproduce is not None else reproduce_command(factory),
+    )
+    cls_name = name or f"Conformance_{getattr(factory, '__name__', 'adapter')}"
+    machine: type[ConformanceMachine] = type(cls_name, (ConformanceMachine,), {"config": config})
+    machine.TestCase.settings = settings if settings is not None else hypothesis_settings()
+    return machine
+
+
+def run_conformance(
+    factory: AdapterFactory,
+    settings: Settings | None = None,
+    *,
+    put_tries: int = 3,
+    liveness_timeout: float | None = None,
+    reproduce: str | None = None,
+) -> None:
+    """Run the machine on *factory* now; raises on the first (shrunk) violation."""
+    machine = make_machine(
+        factory, put_tries=put_tries, liveness_timeout=liveness_timeout, reproduce=reproduce
+    )
+    run_state_machine_as_test(  # type: ignore[no-untyped-call]
+        machine, settings=settings or hypothesis_settings()
+    )

@@ -1,0 +1,215 @@
+"""The conformance state machine: random sequences of calls, faults and gates.
+
+Each rule is one step on a :class:`~chunk_adapter.stateful.harness.Harness`,
+which settles after the step and runs the oracles. Three request ids (one with
+an ``_`` in it) so that collisions, cancels, cleanups and reuse of finished ids
+actually happen. Saved objects are lists the machine mutates after the call
+(R4); some saves pass ``None`` (R8). Gates hold a build, a put or a get so
+calls overlap the SAVE or RECV thread's work — including a get in flight
+across ``cleanup_receiver`` + ``load_async`` (R16). ``stop()`` is a step too;
+after it the sending and registering calls must raise (R19).
+
+Steps that would make the outcome depend on timing are no-ops instead (see
+:mod:`chunk_adapter.model`): a new stream is not queued behind a held SAVE
+thread while the request's previous final is still pending (its keys would be
+put twice in one burst), and a request whose build is held is not cancelled
+(the contract allows both outcomes there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from ..factory import AdapterFactory
+from ..profiles import current_profile
+from .harness import Harness
+
+__all__ = ["REQUEST_IDS", "ConformanceMachine", "MachineConfig"]
+
+REQUEST_IDS = ("a", "b_1", "c")
+rids = st.sampled_from(REQUEST_IDS)
+payload_kinds = st.sampled_from(("list", "list", "list", "none"))
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    """What a machine class needs to build its harness (set by ``make_machine``)."""
+
+    factory: AdapterFactory
+    put_tries: int = 3
+    liveness_timeout: float | None = None  # None: the profile's
+    reproduce: str = ""
+
+
+class ConformanceMachine(RuleBasedStateMachine):
+    """Drives one adapter from ``config.factory`` (use ``make_machine`` to set it)."""
+
+    config: ClassVar[MachineConfig | None] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        config = type(self).config
+        if config is None:
+            raise TypeError(
+                "ConformanceMachine needs an adapter factory: build the class with "
+                "chunk_adapter.stateful.make_machine(factory)"
+            )
+        timeout = config.liveness_timeout or current_profile().liveness_timeout
+        self.h = Harness(
+            config.factory,
+            put_tries=config.put_tries,
+            liveness_timeout=timeout,
+            reproduce=config.reproduce,
+        )
+        self.serial = 0
+        self.ok = False
+
+    def _object(self, rid: str, kind: str) -> Any:
+        self.serial += 1
+        return None if kind == "none" else [rid, self.serial]
+
+    def _save_idle(self) -> bool:
+        return not self.h.model.stopped and self.h.model.held_save is None
+
+    def _running(self) -> bool:
+        return not self.h.model.stopped
+
+    # ------------------------------------------------------------------ sender
+    @rule(rid=rids, final=st.booleans(), kind=payload_kinds)
+    def save(self, rid: str, final: bool, kind: str) -> None:
+        m = self.h.model
+        if not m.stopped and m.held_save is not None and any(i.is_final for i in m.pending(rid)):
+            return  # no-op: the new stream's keys would race the old ones (module doc)
+        self.h.save(rid, self._object(rid, kind), final)
+
+    @rule(
+        rid=rids,
+        count=st.integers(1, 3),
+        final=st.booleans(),
+        none_at=st.sampled_from((None, 0, 1, 2)),
+    )
+    def stream(self, rid: str, count: int, final: bool, none_at: int | None) -> None:
+        """Save *count* non-final chunks (chunk *none_at* is ``None``: skipped, R8), then
+        the final if *final*: one stream's worth."""
+        for i in range(count):
+            self.save(rid, False, "none" if i == none_at else "list")
+        if final:
+            self.save(rid, True, "list")
+
+    @precondition(_save_idle)
+    @rule(rid=rids, final=st.booleans(), at=st.sampled_from(("build", "put")))
+    def save_held(self, rid: str, final: bool, at: str) -> None:
+        """Save a chunk whose build (or put) is then held at a gate."""
+        m = self.h.model
+        if at == "build":
+            if rid in m.cancelled:
+                return  # no-op: a cancelled request's chunk is never built
+            self.h.hold_build(rid)
+        else:
+            if m.put_failures or m.build_failures[rid] or (rid in m.cancelled and not final):
+                return  # no-op: the chunk would fail or be dropped before its put
+            self.h.hold_put(m.next_send_key(rid))
+        self.h.save(rid, self._object(rid, "list"), final)
+
+    @rule(rid=rids)
+    def cancel(self, rid: str) -> None:
+        held = self.h.model.held_save
+        if held is not None and held.stage == "build" and held.item.request_id == rid:
+            return  # no-op: the contract allows both outcomes here (R6)
+        self.h.cancel(rid)
+
+    @precondition(lambda self: self.h.save_gate is not None)
+    @rule()
+    def release_save(self) -> None:
+        self.h.release_save()
+
+    # ---------------------------------------------------------------- receiver
+    @rule(rid=rids, again=st.booleans())
+    def load(self, rid: str, again: bool) -> None:
+        """load_async, and with *again* a second time: it must change nothing (R12)."""
+        self.h.load(rid)
+        if again:
+            self.h.load(rid)
+
+    @rule(rid=rids)
+    def cleanup(self, rid: str) -> None:
+        self.h.cleanup(rid)
+
+    @rule(rid=rids)
+    def cleanup_and_reload(self, rid: str) -> None:
+        """The scheduler re-admits a request: cleanup_receiver then load_async (R16)."""
+        self.h.cleanup(rid)
+        self.h.load(rid)
+
+    @rule()
+    def poll(self) -> None:
+        self.h.poll()
+
+    @precondition(lambda self: self._running() and self.h.recv_gate is None)
+    @rule(rid=rids)
+    def hold_get(self, rid: str) -> None:
+        """Hold the registration's next get in flight (released by ``release_recv``)."""
+        key = self.h.model.polling_key(rid)
+        if key is not None:
+            self.h.hold_get(key)
+
+    @precondition(lambda self: self._running() and self.h.recv_gate is None)
+    @rule(rid=rids, final=st.booleans())
+    def reregister_during_get(self, rid: str, final: bool) -> None:
+        """The race of R16 in one step: a get in flight across cleanup + load_async.
+
+        Hold the registration's next get, save a chunk (its put may land under the
+        held key), cleanup_receiver + load_async, then release the get: what it
+        fetched belongs to the old registration and must never be handed out.
+        """
+        if self.h.model.polling_key(rid) is None:
+            self.h.cleanup(rid)
+            self.h.load(rid)
+        key = self.h.model.polling_key(rid)
+        if key is None:
+            return  # the fresh registration already received its stream's final
+        self.h.hold_get(key)
+        self.save(rid, final, "list")
+        self.h.cleanup(rid)
+        self.h.load(rid)
+        self.h.release_recv()
+
+    @precondition(lambda self: self.h.recv_gate is not None)
+    @rule()
+    def release_recv(self) -> None:
+        self.h.release_recv()
+
+    # ------------------------------------------------------------------ faults
+    @precondition(_running)
+    @rule(times=st.integers(1, 4))
+    def fail_puts(self, times: int) -> None:
+        self.h.fail_puts(times)
+
+    @precondition(_running)
+    @rule(times=st.integers(1, 3))
+    def fail_gets(self, times: int) -> None:
+        self.h.fail_gets(times)
+
+    @precondition(_running)
+    @rule(rid=rids)
+    def fail_build(self, rid: str) -> None:
+        self.h.fail_build(rid)
+
+    # ---------------------------------------------------------------- stopping
+    @precondition(
+        lambda self: self._running() and self.h.save_gate is None and self.h.recv_gate is None
+    )
+    @rule()
+    def stop(self) -> None:
+        self.h.stop()
+
+    def teardown(self) -> None:
+        try:
+            if not self.h.failed:
+                self.h.finish()
+        finally:
+            self.h.close()

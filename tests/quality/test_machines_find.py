@@ -1,0 +1,94 @@
+"""The stateful machines find every broken adapter in broken_stateful.py, naming the rule.
+
+Each broken adapter breaks one rule by overriding one method. The machine runs
+under the default (dev) profile's example budget; the search phase alone is
+enough to prove the bug is found, so most cases skip shrinking (slow for
+liveness bugs, whose every failing replay waits out a bound). One case runs
+the full profile and checks the report a user gets: shrunk steps, the rule,
+the command that reproduces it, and Hypothesis's @reproduce_failure blob.
+
+Rerun one broken adapter by hand with, e.g.:
+    CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful \
+        --adapter tests.quality.broken_stateful:missing_token_check
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import broken_stateful
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from chunk_adapter.oracles import ContractViolation
+from chunk_adapter.profiles import hypothesis_settings
+from chunk_adapter.stateful import make_machine
+
+LIVENESS = 2.0  # seconds; only broken adapters run here, so a bound that runs out is a finding
+
+
+def command(name: str) -> str:
+    return (
+        "CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful "
+        f"--adapter tests.quality.broken_stateful:{name}"
+    )
+
+
+def run(name: str, *, shrink: bool) -> ContractViolation:
+    machine = make_machine(
+        getattr(broken_stateful, name), liveness_timeout=LIVENESS, reproduce=command(name)
+    )
+    phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
+    with pytest.raises(ContractViolation) as info:
+        run_state_machine_as_test(
+            machine, settings=settings(hypothesis_settings("dev"), phases=phases, database=None)
+        )
+    return info.value
+
+
+@pytest.fixture(autouse=True)
+def _quiet(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    caplog.set_level(logging.CRITICAL, logger="chunk_adapter")
+    yield
+
+
+CASES = [
+    pytest.param(name, marks=pytest.mark.rule(*sorted(rules)))
+    for name, rules in sorted(broken_stateful.EXPECTED.items())
+]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_machine_finds_broken_adapter(name: str) -> None:
+    """Each seeded bug is found in the dev profile and reported under its rule."""
+    found = run(name, shrink=False)
+    expected = broken_stateful.EXPECTED[name]
+    assert expected & set(found.rules), (
+        f"{name}: expected a violation of {sorted(expected)}, got {found.rules}:\n{found}"
+    )
+
+
+@pytest.mark.rule("R15")
+def test_failure_report_shows_shrunk_steps_rule_and_reproduction() -> None:
+    """What a user sees: the minimal steps as code, the rule, the command, the blob."""
+    found = run("poll_no_swap", shrink=True)
+    text = str(found) + "\n" + "\n".join(getattr(found, "__notes__", []))
+    assert found.rules == ["R15"]
+    assert "R15: " in text
+    assert f"reproduce: {command('poll_no_swap')}" in text
+    assert "state = Conformance_poll_no_swap()" in text
+    assert text.count("state.poll()") >= 2
+    assert "@reproduce_failure(" in text
+    steps = [line for line in text.splitlines() if line.startswith("state.")]
+    assert len(steps) <= 6, f"expected a short shrunk example, got {steps}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("name", CASES)
+def test_machine_finds_and_shrinks_broken_adapter(name: str) -> None:
+    """The full dev profile, shrinking included, still names the expected rule."""
+    found = run(name, shrink=True)
+    assert broken_stateful.EXPECTED[name] & set(found.rules), str(found)
