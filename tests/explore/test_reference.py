@@ -25,26 +25,9 @@ from chunk_adapter.explore import (
 )
 from chunk_adapter.explore.generate import scenarios, schedules
 
-# The oracles attribute a get to the registration current when the get *began*;
-# the adapter reads the token earlier, under its lock. A get whose token was read
-# before cleanup_receiver but which began after the new load_async is reported
-# (R13/R14) although the adapter is right. These two scenarios reach that
-# schedule; they run only in the exhaustive DFS below (which reaches it every
-# time), strictly expected to fail until the oracles are fixed.
-ORACLE_GAP = pytest.mark.xfail(
-    strict=True, reason="oracles attribute a stale get by its begin (R13/R14 false positive)"
-)
-GAP = {"q5-cleanup-inflight-get-consuming", "q5-cleanup-inflight-get-2"}
-
 
 def _ok(report: Report) -> None:
     assert report.ok, report.describe_failure()
-
-
-def _library(with_gap: bool = False) -> list[object]:
-    if not with_gap:
-        return [name for name in LIBRARY if name not in GAP]
-    return [pytest.param(name, marks=ORACLE_GAP) if name in GAP else name for name in LIBRARY]
 
 
 @pytest.mark.rule("R16", "R12", "R14")
@@ -57,13 +40,13 @@ def test_dfs_completes_on_cleanup_vs_inflight_get() -> None:
 
 
 @pytest.mark.rule("R3", "R5", "R6", "R9", "R11", "R13", "R14", "R15", "R16", "R17", "R18")
-@pytest.mark.parametrize("name", _library())
+@pytest.mark.parametrize("name", list(LIBRARY))
 def test_library_under_pct(name: str) -> None:
     _ok(explore(LIBRARY[name], PctStrategy(seed=0, depth=3, executions=60)))
 
 
 @pytest.mark.rule("R3", "R5", "R6", "R9", "R11", "R13", "R14", "R15", "R16", "R17", "R18")
-@pytest.mark.parametrize("name", _library())
+@pytest.mark.parametrize("name", list(LIBRARY))
 def test_library_under_random(name: str) -> None:
     _ok(explore(LIBRARY[name], RandomStrategy(seed=0, executions=60)))
 
@@ -86,7 +69,7 @@ BUDGET = float(os.environ.get("CHUNK_ADAPTER_EXPLORE_BUDGET", "120"))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _library(with_gap=True))
+@pytest.mark.parametrize("name", list(LIBRARY))
 def test_library_dfs_thorough(name: str) -> None:
     report = explore(LIBRARY[name], DfsStrategy(preemption_bound=2), time_budget=BUDGET)
     _ok(report)
@@ -94,7 +77,7 @@ def test_library_dfs_thorough(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", _library())
+@pytest.mark.parametrize("name", list(LIBRARY))
 def test_library_pct_thorough(name: str) -> None:
     for seed in range(5):
         _ok(explore(LIBRARY[name], PctStrategy(seed=seed, depth=3, executions=400)))

@@ -77,6 +77,19 @@ _ALL = [
         consume_on_get=False,
     ),
     Scenario(
+        "q5-cleanup-inflight-get-event",
+        (load("r"), save("r", "old"), cleanup("r"), load("r"), save("r", "new", True)),
+        question="5: as above, with event-driven receive (put notifications, awaited keys)",
+        consume_on_get=False,
+        notify=True,
+    ),
+    Scenario(
+        "q6-idle-event-driven",
+        (load("a"), load("b"), settle(), save("b", 1, True)),
+        question="6: as q6-idle-polling, event-driven: a put for one request wakes the RECV thread",
+        notify=True,
+    ),
+    Scenario(
         "q6-idle-polling",
         (load("a"), load("b"), settle(), save("b", 1, True)),
         question="6: requests polling with no data, then data for one of them only",

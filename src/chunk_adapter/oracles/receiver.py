@@ -29,7 +29,12 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
-        out += _no_get_past_final(rid, gets, tl.registrations.get(rid, []))
+        out += _no_get_past_final(
+            rid,
+            gets,
+            tl.registrations.get(rid, []),
+            _maybe_stale(gets, tl.registrations.get(rid, [])),
+        )
         out += _gets_return_puts(rid, gets, tl.puts.get(rid, []))
         by_id: dict[int, list[ConnectorOp]] = defaultdict(list)
         for g in gets:
@@ -37,10 +42,31 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
             if parsed is not None and g.outcome == "ok":
                 by_id[parsed[2]].append(g)
         regs = tl.registrations.get(rid, [])
+        stale = _maybe_stale(gets, regs)
         for n, reg in enumerate(regs):
             last = n == len(regs) - 1 and reg.cleanup is None
-            out += _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last).run()
+            out += _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale).run()
     return out
+
+
+def _maybe_stale(gets: list[ConnectorOp], regs: list[Registration]) -> set[int]:
+    """Ids of the gets that may belong to a registration cleaned up before they began.
+
+    An adapter reads a request's token under its lock, then gets outside it. A
+    ``cleanup_receiver`` (and a new ``load_async``) can run between that read
+    and the get's begin, so such a get may be the old registration's, and its
+    value rightly discarded. The read happened after the request's previous
+    get ended; so a get may be stale when a cleanup ended between the previous
+    get's end and this get's begin.
+    """
+    cleanups = [r.cleanup.end for r in regs if r.cleanup is not None]
+    stale: set[int] = set()
+    prev_end = 0
+    for g in sorted(gets, key=lambda op: op.begin):
+        if any(prev_end < end < g.begin for end in cleanups):
+            stale.add(id(g))
+        prev_end = g.end
+    return stale
 
 
 def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
@@ -88,13 +114,18 @@ def _stray(tl: Timeline) -> Iterator[Violation]:
 
 
 def _no_get_past_final(
-    rid: str, gets: list[ConnectorOp], regs: list[Registration]
+    rid: str, gets: list[ConnectorOp], regs: list[Registration], stale: set[int]
 ) -> Iterator[Violation]:
-    """R13: after a get that returned the final, no get of the request until a new registration."""
+    """R13: after a get that returned the final, no get of the request until a new registration.
+
+    A get that may be a cleaned-up registration's (``_maybe_stale``) is not counted.
+    """
     loads = sorted(r.load.begin for r in regs)
     begins = [g.begin for g in gets]
     for g in gets:
         if g.outcome != "ok" or not (isinstance(g.value, dict) and g.value.get("finished") is True):
+            continue
+        if id(g) in stale:
             continue
         nxt = bisect.bisect_right(loads, g.begin)
         limit = loads[nxt] if nxt < len(loads) else 1 << 62
@@ -138,12 +169,14 @@ class _Chain:
         by_id: dict[int, list[ConnectorOp]],
         puts: list[ConnectorOp],
         live: bool,
+        stale: set[int],
     ) -> None:
         self.rid = rid
         self.reg = reg
         self.by_id = by_id
         self.puts = puts
         self.live = live
+        self.stale = stale
 
     def run(self) -> list[Violation]:
         out: list[Violation] = []
@@ -211,7 +244,7 @@ class _Chain:
         if n and _finished(self.reg.deliveries[-1].value):
             return []
         for g in self.by_id.get(n, []):
-            if g.begin > last_end:
+            if g.begin > last_end and id(g) not in self.stale:
                 return [
                     Violation(
                         "R14",
