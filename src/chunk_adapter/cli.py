@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument("--json", metavar="FILE", help="also write a JSON report")
+    again = commands.add_parser("replay", help="re-run a counterexample that verify reported")
+    again.add_argument("string", help="the replay string (explore:..., stateful:..., stress:...)")
+    again.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
     bench = commands.add_parser(
         "bench", help="benchmark the adapter per connector, polling vs event-driven"
     )
@@ -106,6 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_demo(sys.stdout)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "replay":
+        from .verify.replay import replay_string
+
+        sys.path.insert(0, os.getcwd())
+        try:
+            return replay_string(args.string, args.adapter, sys.stdout)
+        except InvalidValue as exc:
+            print(f"chunk-adapter replay: {exc}", file=sys.stderr)
+            return 2
     if args.command == "bench":
         from pathlib import Path
 

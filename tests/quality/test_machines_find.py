@@ -43,7 +43,7 @@ def run(name: str, *, shrink: bool) -> ContractViolation:
     phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
     with pytest.raises(ContractViolation) as info:
         run_state_machine_as_test(
-            machine, settings=settings(hypothesis_settings("dev"), phases=phases, database=None)
+            machine, settings=settings(hypothesis_settings("quick"), phases=phases, database=None)
         )
     return info.value
 

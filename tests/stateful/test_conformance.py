@@ -56,6 +56,6 @@ def test_conformance_machine(adapter_factory: AdapterFactory, adapter_spec: str)
 @pytest.mark.timeout(3600)
 @pytest.mark.rule(*ALL_RULES)
 def test_conformance_machine_thorough(adapter_factory: AdapterFactory, adapter_spec: str) -> None:
-    """The thorough profile: 1000 random examples of up to 60 steps (tox -e stress)."""
-    machine = make_machine(adapter_factory, reproduce=_command(adapter_spec, "thorough"))
-    run_state_machine_as_test(machine, settings=hypothesis_settings("thorough"))
+    """The hunt profile: 1000 random examples of up to 60 steps (tox -e stress)."""
+    machine = make_machine(adapter_factory, reproduce=_command(adapter_spec, "hunt"))
+    run_state_machine_as_test(machine, settings=hypothesis_settings("hunt"))

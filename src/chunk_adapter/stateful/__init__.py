@@ -11,7 +11,7 @@ From your own test file::
     TestMyAdapterConformance = make_machine(my_factory).TestCase
 
 or in one call: ``run_conformance(my_factory)``. The Hypothesis profile comes
-from ``CHUNK_ADAPTER_PROFILE`` (dev, ci, thorough; see ``chunk_adapter.profiles``).
+from ``CHUNK_ADAPTER_PROFILE`` (quick, ci, hunt; see ``chunk_adapter.profiles``).
 """
 
 from .api import make_machine, reproduce_command, run_conformance

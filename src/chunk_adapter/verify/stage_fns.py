@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Iterator
 from types import ModuleType
@@ -19,8 +18,65 @@ def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult
     yield from run_probes(factory, f"{ctx.replay_prefix} --stage examples", ctx.announce)
 
 
-def stateful(factory: AdapterFactory, ctx: StageContext) -> list[CheckResult]:
-    return [CheckResult("stateful", "machines", (), "skip", "not wired yet")]
+def stateful(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
+    """The Hypothesis state machines under the profile's settings (derandomized but hunt)."""
+    import contextlib
+    import io
+
+    from ..profiles import current_profile, hypothesis_settings
+    from ..stateful import run_conformance
+
+    profile = current_profile(ctx.profile)
+    name = (
+        f"machines ({profile.name}: {profile.max_examples} examples x {profile.step_count} steps)"
+    )
+    ctx.announce(name)
+    start = time.monotonic()
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            run_conformance(
+                factory,
+                hypothesis_settings(profile),
+                reproduce=f"{ctx.replay_prefix} --stage stateful",
+            )
+    except Exception as exc:  # a violation (AssertionError) or the adapter raising
+        text = str(exc)
+        # Hypothesis attaches the shrunk steps and the blob as notes to the exception.
+        printed.write("\n".join(getattr(exc, "__notes__", [])))
+        blob = _reproduce_blob(printed.getvalue())
+        yield CheckResult(
+            "stateful",
+            name,
+            rules_named_in(text.splitlines()[0] if text else "") or rules_named_in(text),
+            "fail",
+            text.splitlines()[0] if text else repr(exc),
+            detail=f"{text}\n{printed.getvalue()}",
+            replay=(
+                f"chunk-adapter replay 'stateful:{profile.name}:{blob}' "
+                f"--adapter {ctx.adapter_spec}"
+                if blob
+                else f"{ctx.replay_prefix} --stage stateful"
+            ),
+            seconds=time.monotonic() - start,
+        )
+        return
+    yield CheckResult(
+        "stateful", name, STATEFUL_RULES, "pass", f"{name}: no violation",
+        seconds=time.monotonic() - start,
+    )  # fmt: skip
+
+
+# What the machines check (docs/stateful.md: not timing, not bad input).
+STATEFUL_RULES = tuple(f"R{i}" for i in (2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 23))
+
+
+def _reproduce_blob(printed: str) -> str | None:
+    """The blob of Hypothesis's ``@reproduce_failure('version', b'blob')`` line, if printed."""
+    import re
+
+    match = re.search(r"@reproduce_failure\('[^']+', b'([^']+)'\)", printed)
+    return match.group(1) if match else None
 
 
 def stress(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -43,7 +99,7 @@ def stress(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
             if failed
             else f"{name}: held" + "".join(f"; note: {f}" for f in report.failures),
             detail=report.describe(ctx.adapter_spec) if failed else "",
-            replay=f"python -c {shlex.quote(report.python_call(ctx.adapter_spec))}"
+            replay=f"chunk-adapter replay 'stress:{name}:{ctx.seed}' --adapter {ctx.adapter_spec}"
             if failed
             else None,
             seconds=time.monotonic() - start,
@@ -110,9 +166,8 @@ def explore(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]
                 f"[{failures[0].kind}] {failures[0].message.splitlines()[0]}",
                 detail=report.describe_failure(),
                 replay=(
-                    f"python -m chunk_adapter.explore replay {name} "
-                    f"'{report.failure.schedule}' --adapter {ctx.adapter_spec}"
-                    + "".join(f" --substitute {m.__name__}" for m in substitute)
+                    f"chunk-adapter replay 'explore:{name}:{report.failure.schedule}' "
+                    f"--adapter {ctx.adapter_spec}"
                 ),
                 seconds=report.seconds,
             )

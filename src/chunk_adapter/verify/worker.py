@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import traceback
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     stage = next(s for s in STAGES if s.name == args.stage)
+    # The reference adapter logs every injected fault; a verdict does not need them.
+    logging.getLogger("chunk_adapter").setLevel(logging.CRITICAL)
     with open(args.out, "a", encoding="utf-8") as out:
         ctx = StageContext(
             args.adapter,
