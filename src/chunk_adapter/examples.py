@@ -68,7 +68,7 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
         live.append("c")
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'")
+        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "R11: the final chunk of 'v'")
         out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
         out.expect(conn.puts == ["v_0_0", "v_0_1"], f"R9: keys put {conn.puts}, not v_0_0, v_0_1")
         out.expect(
@@ -94,7 +94,7 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         second = bounded(rcv.poll_ready, CALL, "poll_ready()")
         bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
         third: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "the final chunk of 'q'")
+        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "R11: the final chunk of 'q'")
         out.lines += [
             f"poll_ready():  {first}",
             f"poll_ready():  {second}",
@@ -134,7 +134,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
         gate.release()
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'")
+        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "R11: the final chunk of 'w'")
     out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
     both = [
         (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from chunk_adapter._validate import check_request_id
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors.base import chunk_key
 
@@ -106,6 +107,7 @@ class LoadNotIdempotent(ChunkAdapter):
     """load_async starts a fresh registration even when the request is registered (R12)."""
 
     def load_async(self, request_id: str) -> None:
+        check_request_id(request_id, "load_async")
         self._check_running("load_async")
         with self._recv_cond:
             token = object()  # BUG: no "already registered" check
@@ -119,6 +121,7 @@ class CleanupKeepsReady(ChunkAdapter):
     """cleanup_receiver forgets the registration but not its ready chunks (R16)."""
 
     def cleanup_receiver(self, request_id: str) -> None:
+        check_request_id(request_id, "cleanup_receiver")
         with self._recv_lock:
             self._tokens.pop(request_id, None)
             self._next_recv_id.pop(request_id, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from types import ModuleType
+from typing import Any
 
 from ..factory import AdapterFactory
 from .probes import run_probes
@@ -19,12 +20,17 @@ def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult
 
 
 def stateful(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
-    """The Hypothesis state machines under the profile's settings (derandomized but hunt)."""
-    import contextlib
-    import io
+    """The Hypothesis state machines under the profile's settings.
+
+    First without shrinking, so a violation is known fast; then, within what is
+    left of the stage's budget, again with shrinking for a minimal example
+    (shrinking a liveness failure costs a full wait per try, and may not fit).
+    """
+    import threading
+
+    from hypothesis import Phase, settings
 
     from ..profiles import current_profile, hypothesis_settings
-    from ..stateful import run_conformance
 
     profile = current_profile(ctx.profile)
     name = (
@@ -32,39 +38,61 @@ def stateful(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult
     )
     ctx.announce(name)
     start = time.monotonic()
+    full = hypothesis_settings(profile)
+    search = settings(full, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    found = _run_machines(factory, search, ctx)
+    if found is None:
+        yield CheckResult(
+            "stateful", name, STATEFUL_RULES, "pass", f"{name}: no violation",
+            seconds=time.monotonic() - start,
+        )  # fmt: skip
+        return
+    shrunk: list[tuple[BaseException, str] | None] = []
+    worker = threading.Thread(
+        target=lambda: shrunk.append(_run_machines(factory, full, ctx)), daemon=True
+    )
+    worker.start()
+    worker.join(max(0.0, ctx.seconds - (time.monotonic() - start) - 3.0))
+    exc, printed = shrunk[0] if shrunk and shrunk[0] is not None else found
+    if not shrunk:
+        printed += "\n(shrinking did not finish within the stage's budget: steps not minimal)"
+    text = str(exc)
+    blob = _reproduce_blob(printed)
+    yield CheckResult(
+        "stateful",
+        name,
+        rules_named_in(text.splitlines()[0] if text else "") or rules_named_in(text),
+        "fail",
+        text.splitlines()[0] if text else repr(exc),
+        detail=f"{text}\n{printed}",
+        replay=(
+            f"chunk-adapter replay 'stateful:{profile.name}:{blob}' --adapter {ctx.adapter_spec}"
+            if blob
+            else f"{ctx.replay_prefix} --stage stateful"
+        ),
+        seconds=time.monotonic() - start,
+    )
+
+
+def _run_machines(
+    factory: AdapterFactory, hypothesis_settings: Any, ctx: StageContext
+) -> tuple[BaseException, str] | None:
+    """Run the machines once; the failure and what Hypothesis printed, or ``None``."""
+    import contextlib
+    import io
+
+    from ..stateful import run_conformance
+
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             run_conformance(
-                factory,
-                hypothesis_settings(profile),
-                reproduce=f"{ctx.replay_prefix} --stage stateful",
+                factory, hypothesis_settings, reproduce=f"{ctx.replay_prefix} --stage stateful"
             )
     except Exception as exc:  # a violation (AssertionError) or the adapter raising
-        text = str(exc)
         # Hypothesis attaches the shrunk steps and the blob as notes to the exception.
-        printed.write("\n".join(getattr(exc, "__notes__", [])))
-        blob = _reproduce_blob(printed.getvalue())
-        yield CheckResult(
-            "stateful",
-            name,
-            rules_named_in(text.splitlines()[0] if text else "") or rules_named_in(text),
-            "fail",
-            text.splitlines()[0] if text else repr(exc),
-            detail=f"{text}\n{printed.getvalue()}",
-            replay=(
-                f"chunk-adapter replay 'stateful:{profile.name}:{blob}' "
-                f"--adapter {ctx.adapter_spec}"
-                if blob
-                else f"{ctx.replay_prefix} --stage stateful"
-            ),
-            seconds=time.monotonic() - start,
-        )
-        return
-    yield CheckResult(
-        "stateful", name, STATEFUL_RULES, "pass", f"{name}: no violation",
-        seconds=time.monotonic() - start,
-    )  # fmt: skip
+        return exc, printed.getvalue() + "\n".join(getattr(exc, "__notes__", []))
+    return None
 
 
 # What the machines check (docs/stateful.md: not timing, not bad input).

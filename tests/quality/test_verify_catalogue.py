@@ -1,0 +1,86 @@
+"""Every broken adapter in tests/quality fails `chunk-adapter verify` with exit 1, naming its rule.
+
+Each case invokes the real command line in a subprocess (ci profile, the
+default), so this is exactly what a user's CI gate would see. The expected
+rules come from each bug's design: the rule it breaks, and where a bug shows
+first as a symptom of another rule (a lost final is a liveness failure, R23),
+that rule too. Time to verdict is printed per adapter (run with -s).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CATALOGUE: dict[str, set[str]] = {
+    # found by the state machines (tests/quality/broken_stateful.py)
+    "broken_stateful:missing_token_check": {"R16"},
+    "broken_stateful:poll_no_swap": {"R14", "R15"},
+    "broken_stateful:id_bumped_before_put": {"R9"},
+    "broken_stateful:final_dropped_on_cancel": {"R6", "R11"},
+    "broken_stateful:missing_snapshot": {"R4"},
+    "broken_stateful:get_past_final": {"R13"},
+    "broken_stateful:load_not_idempotent": {"R12", "R13"},
+    "broken_stateful:cleanup_keeps_ready": {"R16"},
+    "broken_stateful:none_payload_uses_id": {"R8", "R9"},
+    "broken_stateful:final_lost_on_build_failure": {"R7", "R11"},
+    # found by the explorer (tests/quality/broken_explore.py)
+    "broken_explore:NoTokenCheck": {"R16"},
+    "broken_explore:SplitPoll": {"R14", "R15"},
+    "broken_explore:LostWakeup": {"R20", "R23"},
+    "broken_explore:WaitNotInLoop": {"R20", "R22"},
+    "broken_explore:TwoSaveThreads": {"R5", "R6", "R9"},
+    "plain_threading_adapter:PlainChunkAdapter": {"R16"},
+    # found by stress (tests/quality/broken_stress.py)
+    "broken_stress:final_not_retried": {"R10", "R11"},
+    "broken_stress:save_dies_on_put_error": {"R22"},
+    "broken_stress:busy_spinning_recv": {"R17"},
+    "broken_stress:stop_joins_forever": {"R18"},
+    "broken_stress:stop_without_notify": {"R18"},
+    "broken_stress:builds_in_save_async": {"R3"},
+    "broken_stress:puts_after_stop": {"R18"},
+    "broken_stress:head_of_line_recv": {"R17", "R23"},
+    # attacks on the tool itself (tests/quality/broken_verify.py)
+    "broken_verify:hangs_in_stop": {"R18"},
+    "broken_verify:deadlocks_in_save": {"R3"},
+}
+BUDGET = 150.0  # the ci profile's default --max-seconds
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE))
+def test_verify_finds_the_broken_adapter(name: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", f"tests.quality.{name}",
+         "--json", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=BUDGET + 60, check=False,
+    )  # fmt: skip
+    took = time.monotonic() - start
+    print(f"time to verdict {name}: {took:.1f} s")
+    assert proc.returncode == 1, f"exit {proc.returncode}, expected 1:\n{proc.stdout}{proc.stderr}"
+    data = json.loads(report.read_text())
+    failed = {
+        rule for check in data["checks"] if check["verdict"] == "fail" for rule in check["rules"]
+    }
+    assert failed & CATALOGUE[name], (
+        f"verify named {sorted(failed)} for {name}, expected one of {sorted(CATALOGUE[name])}:\n"
+        f"{proc.stdout}"
+    )
+    assert "reproduce with:" in proc.stdout, proc.stdout
+    assert took < BUDGET + 30, f"the verdict took {took:.0f} s, over the budget"
+
+
+def test_the_catalogue_covers_every_broken_adapter_module() -> None:
+    """A broken adapter added to tests/quality must be added here too."""
+    modules = {p.stem for p in Path(__file__).parent.glob("broken_*.py")}
+    modules.add("plain_threading_adapter")
+    covered = {name.split(":")[0] for name in CATALOGUE}
+    assert modules == covered, f"modules without catalogue entries: {sorted(modules - covered)}"
