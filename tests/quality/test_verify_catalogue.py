@@ -84,3 +84,24 @@ def test_the_catalogue_covers_every_broken_adapter_module() -> None:
     modules.add("plain_threading_adapter")
     covered = {name.split(":")[0] for name in CATALOGUE}
     assert modules == covered, f"modules without catalogue entries: {sorted(modules - covered)}"
+
+
+def test_the_ci_profile_gives_the_same_verdict_twice(tmp_path: Path) -> None:
+    """The ci profile is a gate: the same adapter gets the same findings on every run."""
+    verdicts = []
+    for run in range(2):
+        report = tmp_path / f"run{run}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "chunk_adapter", "verify", "--profile", "ci",
+             "--adapter", "tests.quality.broken_stateful:get_past_final", "--json", str(report)],
+            cwd=ROOT, capture_output=True, text=True, timeout=BUDGET + 60, check=False,
+        )  # fmt: skip
+        data = json.loads(report.read_text())
+        verdicts.append(
+            (
+                proc.returncode,
+                [(c["stage"], c["name"], c["verdict"], c["rules"]) for c in data["checks"]],
+            )
+        )
+    assert verdicts[0][0] == 1, verdicts[0]
+    assert verdicts[0] == verdicts[1]
