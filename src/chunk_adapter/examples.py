@@ -57,7 +57,9 @@ def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> No
 
 
 def example_2(factory: AdapterFactory) -> ExampleOutcome:
-    out = ExampleOutcome("Example 2 — snapshots, and poll_ready drains", ("R2", "R4", "R9", "R15"))
+    out = ExampleOutcome(
+        "Example 2 — snapshots, and poll_ready drains", ("R1", "R2", "R4", "R9", "R15")
+    )
     conn = RecordingConnector(MemoryConnector())
     snd, rcv = _pair(factory, conn)
     with stopping(snd, rcv, seconds=CALL):
@@ -70,7 +72,9 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         got: list[dict[str, Any]] = []
         wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "R11: the final chunk of 'v'")
         out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
-        out.expect(conn.puts == ["v_0_0", "v_0_1"], f"R9: keys put {conn.puts}, not v_0_0, v_0_1")
+        out.expect(
+            conn.puts == ["v_0_0", "v_0_1"], f"R1, R9: keys put {conn.puts}, not v_0_0, v_0_1"
+        )
         out.expect(
             [c.get("data") for c in got] == [["a"], ["a", "b"]],
             f"R4: 'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
