@@ -94,7 +94,7 @@ def transport(request: pytest.FixtureRequest) -> Iterator[tuple[Any, ...]]:
             directory = Doorbell(namespace).directory
             assert not os.path.exists(directory) or os.listdir(directory) == []
         return
-    server: RedisServer = request.getfixturevalue("xproc_redis_server")
+    server: RedisServer = request.getfixturevalue("redis_server")
     prefix = request.getfixturevalue("redis_prefix")
     yield ("redis", server.url, prefix, request.param == "redis-notify")
 
