@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import settings as Settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import stateful as hypothesis_stateful
 
 from ..factory import AdapterFactory
 from ..profiles import current_profile, hypothesis_settings
 from .machine import ConformanceMachine, MachineConfig
 
-__all__ = ["make_machine", "reproduce_command", "run_conformance"]
+__all__ = ["make_machine", "reproduce_command", "run_conformance", "run_machine"]
 
 
 def reproduce_command(factory: AdapterFactory, profile: str | None = None) -> str:
@@ -65,6 +67,10 @@ def run_conformance(
     machine = make_machine(
         factory, put_tries=put_tries, liveness_timeout=liveness_timeout, reproduce=reproduce
     )
-    run_state_machine_as_test(  # type: ignore[no-untyped-call]
-        machine, settings=settings or hypothesis_settings()
-    )
+    run_machine(machine, settings or hypothesis_settings())
+
+
+def run_machine(machine: type[ConformanceMachine], settings: Settings) -> None:
+    """``run_state_machine_as_test`` (typed only in newer Hypothesis releases)."""
+    runner: Any = hypothesis_stateful.run_state_machine_as_test
+    runner(machine, settings=settings)

@@ -60,15 +60,14 @@ def _explore(name: str, schedule: str, factory: AdapterFactory, spec: str, out: 
 def _stateful(profile: str, blob: str, factory: AdapterFactory, out: TextIO) -> int:
     import hypothesis
     from hypothesis.errors import DidNotReproduce
-    from hypothesis.stateful import run_state_machine_as_test
 
     from ..profiles import hypothesis_settings
-    from ..stateful import make_machine
+    from ..stateful.api import make_machine, run_machine
 
     machine = make_machine(factory)
     hypothesis.reproduce_failure(hypothesis.__version__, blob.encode())(machine)
     try:
-        run_state_machine_as_test(machine, settings=hypothesis_settings(profile))  # type: ignore[no-untyped-call]
+        run_machine(machine, hypothesis_settings(profile))
     except DidNotReproduce:
         print(f"stateful example {blob}: no failure (it did not reproduce here)", file=out)
         return 0
