@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from _connector_e2e import run_end_to_end, wait_for
-from _need_redis import require_redis
 
+from _need_redis import require_redis
 from chunk_adapter.connectors import redis as redis_module
 from chunk_adapter.connectors.redis import (
     DEFAULT_TTL,
