@@ -78,7 +78,6 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"chunk-adapter verify: --max-seconds must be > 0, got {args.max_seconds}",
               file=sys.stderr)  # fmt: skip
         return 2
-    sys.path.insert(0, os.getcwd())  # --adapter names modules of the current project
     try:
         report = verify(
             args.adapter,

@@ -106,6 +106,8 @@ def verify(
     Stages run cheapest first; unless *keep_going*, the first stage with a
     violation ends the run (a broken adapter fails fast).
     """
+    if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
+        sys.path.insert(0, os.getcwd())
     load_factory(spec)  # usage errors surface here, before any worker starts
     budget = PROFILES[profile] if max_seconds is None else max_seconds
     report = VerifyReport(spec, profile, seed, budget)
