@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Literal
 
 from ..history import ConnectorOp, History, Outcome
 from .base import Connector, ConnectorWrapper
@@ -25,35 +25,30 @@ class RecordingConnector(ConnectorWrapper):
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         begin, _, exc, end = self.history.timed(lambda: self.inner.put(key, value))
-        self.history.append(
-            ConnectorOp(
-                op="put",
-                key=key,
-                value=value,
-                outcome="error" if exc is not None else "ok",
-                error=None if exc is None else repr(exc),
-                begin=begin,
-                end=end,
-                thread=threading.current_thread().name,
-            )
-        )
-        if exc is not None:
-            raise exc
+        self._record("put", key, value, "error" if exc is not None else "ok", exc, begin, end)
 
     def get(self, key: str) -> dict[str, Any] | None:
         begin, result, exc, end = self.history.timed(lambda: self.inner.get(key))
-        outcome: Outcome
-        if exc is not None:
-            outcome = "error"
-        elif result is None:
-            outcome = "none"
-        else:
-            outcome = "ok"
+        outcome: Outcome = "error" if exc is not None else "none" if result is None else "ok"
+        self._record("get", key, result, outcome, exc, begin, end)
+        return result
+
+    def _record(
+        self,
+        op: Literal["put", "get"],
+        key: str,
+        value: Any,
+        outcome: Outcome,
+        exc: BaseException | None,
+        begin: int,
+        end: int,
+    ) -> None:
+        """Append the call as a :class:`ConnectorOp`, then re-raise what it raised."""
         self.history.append(
             ConnectorOp(
-                op="get",
+                op=op,
                 key=key,
-                value=result,
+                value=value,
                 outcome=outcome,
                 error=None if exc is None else repr(exc),
                 begin=begin,
@@ -63,7 +58,6 @@ class RecordingConnector(ConnectorWrapper):
         )
         if exc is not None:
             raise exc
-        return result
 
     def ops(self) -> list[ConnectorOp]:
         """Every recorded put and get, in the order they ended."""
