@@ -2,58 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
 
-__all__ = ["RULES", "CheckResult", "Verdict", "rule_table"]
+from ..outcome import RULES, CheckResult, Verdict, rules_named_in
 
-Verdict = Literal["pass", "fail", "skip"]
-
-RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 24))
-"""The contract's rules, R1–R23 (docs/contract.md)."""
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """One check of one stage against one adapter.
-
-    ``evidence`` is one line (what was run, or what broke); ``detail`` the
-    counterexample (shrunk steps, trace); ``replay`` the one command that
-    reproduces a failure.
-    """
-
-    stage: str
-    name: str
-    rules: tuple[str, ...]
-    verdict: Verdict
-    evidence: str
-    detail: str = ""
-    replay: str | None = None
-    seconds: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["rules"] = list(self.rules)
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CheckResult:
-        data = dict(data)
-        data["rules"] = tuple(data.get("rules", ()))
-        return cls(**data)
-
-
-def rules_named_in(text: str) -> tuple[str, ...]:
-    """The rule numbers (R1..R23) a message names, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for match in re.finditer(r"\bR(\d{1,2})\b", text):
-        rule = f"R{int(match.group(1))}"
-        if rule in RULES:
-            seen.setdefault(rule, None)
-    return tuple(seen)
+__all__ = ["RULES", "CheckResult", "Verdict", "rule_table", "rules_named_in"]
 
 
 def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:

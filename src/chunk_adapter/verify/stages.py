@@ -10,26 +10,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..factory import AdapterFactory
-from .result import CheckResult
+from ..outcome import CheckResult, StageContext
 
 __all__ = ["STAGES", "Stage", "StageContext", "stage_names"]
-
-
-@dataclass(frozen=True)
-class StageContext:
-    """What a stage is told: who it verifies and with what budget."""
-
-    adapter_spec: str
-    profile: str
-    seed: int
-    seconds: float
-    replay_prefix: str  # "chunk-adapter verify --adapter X --profile P --seed N"
-    # Called with a check's name just before it runs, so a killed worker's
-    # report can say which check hung.
-    announce: Callable[[str], None] = field(default=lambda name: None)
 
 
 StageFn = Callable[[AdapterFactory, StageContext], Iterable[CheckResult]]
@@ -55,9 +41,9 @@ STAGES: tuple[Stage, ...] = (
         0.10,
         "worked examples and per-rule probes",
     ),
-    Stage("stress", "chunk_adapter.verify.stage_fns:stress", 0.30, "stress and fault injection"),
-    Stage("stateful", "chunk_adapter.verify.stage_fns:stateful", 0.45, "Hypothesis state machines"),
-    Stage("explore", "chunk_adapter.verify.stage_fns:explore", 1.0, "interleaving explorer"),
+    Stage("stress", "chunk_adapter.stress.stage:run_stage", 0.30, "stress and fault injection"),
+    Stage("stateful", "chunk_adapter.stateful.stage:run_stage", 0.45, "Hypothesis state machines"),
+    Stage("explore", "chunk_adapter.explore.stage:run_stage", 1.0, "interleaving explorer"),
 )
 """Cheapest first: on the reference adapter examples take ~2 s, stress ~5 s,
 the machines ~10-20 s and the explorer the rest of the budget."""

@@ -14,12 +14,14 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
 from ..factory import load_factory
+from ..outcome import StageContext
 from .result import CheckResult
-from .stages import STAGES, StageContext
+from .stages import STAGES
 
 __all__ = ["main"]
 
@@ -50,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seconds,
             args.replay_prefix,
             announce=lambda name: _emit(out, {"event": "check", "name": name}),
+            deadline=time.monotonic() + args.seconds,
         )
         _emit(out, {"event": "start", "stage": stage.name})
         try:

@@ -1,0 +1,112 @@
+"""What every driver reports to ``verify``: :class:`CheckResult`, and the stage context.
+
+This module sits under stateful/, stress/, explore/ and verify/ (they all
+import it; it imports none of them), so a stage written in any driver package
+speaks the same result type without an upward import.
+
+Verdicts mean one thing each, everywhere (docs/verify.md, "Exit status"):
+
+``pass``
+    the check ran its planned work and saw no violation;
+``fail``
+    a contract violation, **confirmed**: the stage re-ran the reproducer and
+    saw it fail again (``confirmation`` says how often, e.g. "reproduced 2 of 3");
+``inconclusive``
+    neither: the budget ran out before the planned work, the explorer could
+    not control the adapter's threads, a finding did not reproduce... The
+    evidence says what to do;
+``skip``
+    the check was not reached (an earlier stage failed, or no budget was left).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "RULES",
+    "CheckResult",
+    "StageContext",
+    "Verdict",
+    "rules_named_in",
+]
+
+Verdict = Literal["pass", "fail", "inconclusive", "skip"]
+
+RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 24))
+"""The contract's rules, R1–R23 (docs/contract.md)."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check of one stage against one adapter.
+
+    ``rules`` lists the rule of the root cause first, then its consequences.
+    ``evidence`` is one line (what was run, or what broke); ``detail`` the
+    counterexample (shrunk steps, trace); ``replay`` the one command that
+    reproduces a failure; ``confirmation`` how the stage re-ran it ("reproduced
+    2 of 3"); ``coverage`` how much of the planned work ran ("87 of 150 examples").
+    """
+
+    stage: str
+    name: str
+    rules: tuple[str, ...]
+    verdict: Verdict
+    evidence: str
+    detail: str = ""
+    replay: str | None = None
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    confirmation: str = ""
+    coverage: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rules"] = list(self.rules)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckResult:
+        data = dict(data)
+        data["rules"] = tuple(data.get("rules", ()))
+        return cls(**data)
+
+
+def rules_named_in(text: str) -> tuple[str, ...]:
+    """The rule numbers (R1..R23) a message names, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for match in re.finditer(r"\bR(\d{1,2})\b", text):
+        rule = f"R{int(match.group(1))}"
+        if rule in RULES:
+            seen.setdefault(rule, None)
+    return tuple(seen)
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage is told: who it verifies, with what budget, and where to report.
+
+    ``deadline`` is a ``time.monotonic()`` value: the stage must have yielded
+    its last result by then. It plans its work to fit (:meth:`left`) and stops
+    starting new work near it, reporting coverage, rather than being killed.
+    """
+
+    adapter_spec: str
+    profile: str
+    seed: int
+    seconds: float
+    replay_prefix: str  # "chunk-adapter verify --adapter X --profile P --seed N"
+    # Called with a check's name just before it runs, so a killed worker's
+    # report can say which check was running.
+    announce: Callable[[str], None] = field(default=lambda name: None)
+    deadline: float = field(default_factory=lambda: time.monotonic() + 3600.0)
+    substitute: tuple[str, ...] = ()
+    """Extra modules or packages (dotted names) the explorer substitutes (``--substitute``)."""
+
+    def left(self) -> float:
+        """Seconds until the deadline (negative once past it)."""
+        return self.deadline - time.monotonic()
