@@ -35,7 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser(
         "verify",
-        help="verify an adapter against the contract (exit 0 pass, 1 violation, 2 usage)",
+        help="verify an adapter against the contract "
+        "(exit 0 pass, 1 confirmed violation, 2 usage, 3 inconclusive)",
+        description="Exit status: 0 the adapter kept the contract as far as the budget explored; "
+        "1 a contract violation, confirmed by re-running its reproducer; 2 a usage error (the "
+        "adapter cannot be imported or built); 3 inconclusive: no violation confirmed, but some "
+        "check could not decide (the report says what to do).",
     )
     check.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
     check.add_argument(
@@ -53,6 +58,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--keep-going", action="store_true", help="run every stage even after a violation"
+    )
+    check.add_argument(
+        "--substitute",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module or package (dotted name) whose threads the explorer must also control, "
+        "beyond the factory's module and the adapter class's modules (repeatable)",
     )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument("--json", metavar="FILE", help="also write a JSON report")
@@ -87,6 +100,7 @@ def _verify(args: argparse.Namespace) -> int:
             stages=args.stage,
             keep_going=args.keep_going,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            substitute=args.substitute,
         )
     except InvalidValue as exc:
         print(f"chunk-adapter verify: {exc}", file=sys.stderr)

@@ -15,9 +15,10 @@ from .connectors import GatedBuilder, MemoryConnector, RecordingConnector
 from .factory import AdapterFactory, AdapterLike
 from .verify.bounded import bounded, stopping, wait_until
 
-__all__ = ["EXAMPLES", "ExampleOutcome", "example_2", "example_3"]
+__all__ = ["ARRIVE", "CALL", "EXAMPLES", "FACTORY", "ExampleOutcome", "example_2", "example_3"]
 
 CALL = 2.0  # seconds any single adapter call may take here before it counts as a hang
+FACTORY = 15.0  # seconds the factory may take to build an adapter (slow is not a violation)
 ARRIVE = 10.0  # seconds for a chunk to arrive
 
 
@@ -42,9 +43,9 @@ def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> boo
 
 def _pair(factory: AdapterFactory, conn: Any, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
     snd = bounded(
-        lambda: factory(conn, stage_id=0, build_payload=build), CALL, "the factory (sender)"
+        lambda: factory(conn, stage_id=0, build_payload=build), FACTORY, "the factory (sender)"
     )
-    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory (receiver)")
+    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory (receiver)")
     return snd, rcv
 
 

@@ -81,6 +81,11 @@ def load_factory(spec: str) -> AdapterFactory:
             f"cannot import module {module_name!r} named in --adapter {spec!r}: {exc}. "
             "Is the package installed, or its directory on PYTHONPATH?"
         ) from exc
+    except Exception as exc:  # SyntaxError, or the module raising while it is imported
+        raise InvalidValue(
+            f"importing module {module_name!r} named in --adapter {spec!r} raised "
+            f"{type(exc).__name__}: {exc}. Fix the module so that it imports cleanly."
+        ) from exc
     obj: Any = module
     for part in attr.split("."):
         try:

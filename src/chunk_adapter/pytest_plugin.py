@@ -15,7 +15,7 @@ import pytest
 
 from .factory import REFERENCE, AdapterFactory, load_factory
 
-__all__ = ["ADAPTER_HELP", "PROFILE_HELP", "SEED_HELP"]
+__all__ = ["ADAPTER_HELP", "EXIT_INCONCLUSIVE", "PROFILE_HELP", "SEED_HELP", "mark_inconclusive"]
 
 ADAPTER_HELP = (
     "adapter factory to verify, as package.module:factory "
@@ -23,6 +23,19 @@ ADAPTER_HELP = (
 )
 PROFILE_HELP = "verification profile: quick, ci or hunt (default: env CHUNK_ADAPTER_PROFILE or ci)"
 SEED_HELP = "seed of every random choice in the conformance suite (default: 0)"
+EXIT_INCONCLUSIVE = 3
+"""The exit status of a run whose only problem is a conformance check that could not decide."""
+_INCONCLUSIVE = pytest.StashKey[bool]()
+
+
+def mark_inconclusive(config: pytest.Config) -> None:
+    """Record that a conformance check was inconclusive (the run then exits 3, not 0)."""
+    config.stash[_INCONCLUSIVE] = True
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if exitstatus == 0 and session.config.stash.get(_INCONCLUSIVE, False):
+        session.exitstatus = EXIT_INCONCLUSIVE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -53,12 +53,13 @@ def test_a_save_async_that_deadlocks_is_a_violation() -> None:
     assert took < BUDGET + 20, f"verdict took {took:.1f} s"
 
 
-def test_a_factory_that_raises_is_a_violation() -> None:
+def test_a_factory_that_raises_is_a_usage_error_not_a_violation() -> None:
     code, out, _ = run_cli(
         "--adapter", f"{BROKEN}:factory_raises", "--stage", "examples", "--max-seconds", str(BUDGET)
     )
-    assert code == 1, out
+    assert code == 2, out
     assert "this factory cannot build an adapter" in out, out
+    assert "fix the factory" in out, out
 
 
 @pytest.mark.parametrize(

@@ -2,13 +2,14 @@
 
 Use :func:`verify` from Python, or the command line. :func:`check_adapter` is
 the one call for a user's own test file: it raises ``ContractViolation`` with
-the report when the adapter breaks the contract.
+the report when the adapter breaks the contract, and ``VerificationInconclusive``
+when some check could not decide.
 """
 
-from .api import ContractViolation, check_adapter
+from .api import ContractViolation, VerificationInconclusive, check_adapter
 from .report import VerifyReport
 from .result import RULES, CheckResult
-from .runner import PROFILES, verify
+from .runner import PROFILES, UsageError, verify
 from .stages import STAGES
 
 __all__ = [
@@ -17,6 +18,8 @@ __all__ = [
     "STAGES",
     "CheckResult",
     "ContractViolation",
+    "UsageError",
+    "VerificationInconclusive",
     "VerifyReport",
     "check_adapter",
     "verify",

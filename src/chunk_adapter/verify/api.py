@@ -3,36 +3,85 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
+from ..errors import ChunkAdapterError
 from .report import VerifyReport, write_text
 from .runner import verify
 
-__all__ = ["ContractViolation", "check_adapter"]
+__all__ = ["ContractViolation", "VerificationInconclusive", "check_adapter"]
+
+
+def _text(report: VerifyReport) -> str:
+    out = io.StringIO()
+    write_text(report, out)
+    return out.getvalue().strip("\n")
 
 
 class ContractViolation(AssertionError):
-    """The adapter broke the contract; ``report`` holds every check's result."""
+    """The adapter broke the contract (confirmed); ``report`` holds every check's result."""
 
     def __init__(self, report: VerifyReport) -> None:
-        out = io.StringIO()
-        write_text(report, out)
-        super().__init__(out.getvalue())
+        first = report.failures[0]
+        rules = ", ".join(first.rules) or "no rule"
+        super().__init__(
+            f"{report.adapter_spec} broke the contract ({rules}): {first.evidence}\n\n"
+            + _text(report)
+        )
+        self.report = report
+
+
+class VerificationInconclusive(ChunkAdapterError):
+    """No violation was confirmed, but some check could not decide (exit 3 on the CLI).
+
+    Not an ``AssertionError``: nothing is known to be wrong with the adapter.
+    The message says what could not be decided and what to do (usually: a
+    larger budget, or ``substitute=`` for modules whose threads the explorer
+    does not control).
+    """
+
+    def __init__(self, report: VerifyReport) -> None:
+        first = report.inconclusive[0]
+        super().__init__(
+            f"{report.adapter_spec}: verification inconclusive ({first.stage}/{first.name}: "
+            f"{first.evidence})\n\n" + _text(report)
+        )
         self.report = report
 
 
 def check_adapter(
-    spec: str, *, profile: str = "quick", max_seconds: float | None = None, seed: int = 0
+    spec: str,
+    *,
+    profile: str = "ci",
+    max_seconds: float | None = None,
+    seed: int = 0,
+    stages: Sequence[str] | None = None,
+    substitute: Sequence[str] = (),
+    allow_inconclusive: bool = False,
 ) -> VerifyReport:
-    """Verify the adapter factory named ``"pkg.mod:factory"``; raise on a violation.
+    """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
-    In a test file::
+    Raises :class:`ContractViolation` for a confirmed violation (exit 1 on the
+    command line), :class:`VerificationInconclusive` when some check could not
+    decide (exit 3; pass ``allow_inconclusive=True`` to get the report
+    instead), and ``chunk_adapter.verify.UsageError`` when the adapter cannot be
+    imported or built (exit 2). In a test file::
 
         from chunk_adapter.verify import check_adapter
 
         def test_my_adapter_keeps_the_contract():
-            check_adapter("my_pkg.adapters:make_adapter", profile="quick")
+            check_adapter("my_pkg.adapters:make_adapter")
     """
-    report = verify(spec, profile=profile, max_seconds=max_seconds, seed=seed)
+    report = verify(
+        spec,
+        profile=profile,
+        max_seconds=max_seconds,
+        seed=seed,
+        stages=stages,
+        substitute=substitute,
+    )
     if report.failures:
         raise ContractViolation(report)
+    if report.inconclusive and not allow_inconclusive:
+        raise VerificationInconclusive(report)
     return report

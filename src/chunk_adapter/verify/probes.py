@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, RecordingConnector
-from ..examples import ARRIVE, CALL, EXAMPLES
+from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
 from .bounded import Hang, bounded, stopping, wait_until
@@ -35,7 +35,7 @@ def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
 def probe_bad_input(factory: AdapterFactory) -> None:
     """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
     conn = RecordingConnector(MemoryConnector())
-    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
+    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
     with stopping(snd, seconds=CALL):
         calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
             ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
@@ -66,8 +66,8 @@ def probe_bad_input(factory: AdapterFactory) -> None:
 def probe_stop(factory: AdapterFactory) -> None:
     """R18, R19: idle stop is prompt and idempotent; afterwards calls fail or still work."""
     conn = RecordingConnector(MemoryConnector())
-    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
-    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory")
+    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
     bounded(lambda: rcv.load_async("s"), CALL, "load_async('s')")
     bounded(lambda: snd.save_async("s", "x", True), CALL, "save_async('s', 'x', True)")
     wait_until(lambda: _got_ok_get(conn, "s_0_0"), ARRIVE, "the get of s_0_0")
@@ -100,8 +100,8 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
     """R16: a value whose get was in flight across cleanup_receiver never shows up."""
     gated = GatedConnector(MemoryConnector())
     conn = RecordingConnector(gated)
-    snd = bounded(lambda: factory(conn, stage_id=0), CALL, "the factory")
-    rcv = bounded(lambda: factory(conn, stage_id=1), CALL, "the factory")
+    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
     with stopping(snd, rcv, seconds=STOP_BLOCKED, first=gated.release_all):
         bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
         wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
@@ -138,7 +138,7 @@ def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     conn = RecordingConnector(MemoryConnector())
     builder = GatedBuilder(history=conn.history)
     gate = builder.hold("x")
-    snd = bounded(lambda: factory(conn, stage_id=0, build_payload=builder), CALL, "the factory")
+    snd = bounded(lambda: factory(conn, stage_id=0, build_payload=builder), FACTORY, "the factory")
     try:
         bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
         assert gate.wait_started(ARRIVE), "R23: the build of 'x' never started"
@@ -161,23 +161,57 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
 )
 
 
-def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-    """The evidence line and the rules for an exception out of a check.
+def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
+    """``(verdict, evidence, rules)`` for an exception out of a check.
 
     A failed assertion names its rule. A hung ``stop()`` is R18, any other hung
-    call R3 (it must not block); a chunk that never came is R23. Any other
-    exception is the adapter raising where it must not: no rule, but a failure.
+    scheduler call R3 (it must not block); a chunk that never came is R23. A
+    factory that is merely slow decides nothing (inconclusive). Any other
+    exception is the adapter raising where no call may raise: a failure
+    without a rule.
     """
     if isinstance(exc, Hang):
         text = str(exc)
+        if text.startswith("the factory"):
+            return "inconclusive", f"{text}: too slow to check here, not a violation", ()
         if rules_named_in(text):
-            return text, rules_named_in(text)
+            return "fail", text, rules_named_in(text)
         if text.startswith("stop()"):
-            return text, ("R18",)
-        return text, ("R3",) if "did not return" in text else ("R23",)
+            return "fail", text, ("R18",)
+        return "fail", text, ("R3",) if "did not return" in text else ("R23",)
     if isinstance(exc, AssertionError):
-        return str(exc), rules_named_in(str(exc)) or rules
-    return f"the adapter raised {exc!r}", ()
+        return "fail", str(exc), rules_named_in(str(exc)) or rules
+    return "fail", f"the adapter raised {exc!r}", ()
+
+
+Check = Callable[[AdapterFactory], tuple[str, str, tuple[str, ...], str]]
+
+
+def _example_check(example: Callable[[AdapterFactory], Any]) -> Check:
+    def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
+        try:
+            outcome = example(factory)
+        except Exception as exc:  # AssertionError or Hang: a finding; anything else: it raised
+            verdict, evidence, rules = _finding(exc, ())
+            return verdict, evidence, rules, ""
+        if outcome.ok:
+            return "pass", outcome.title, outcome.rules, "\n".join(outcome.lines)
+        evidence = "; ".join(outcome.problems)
+        return "fail", evidence, rules_named_in(evidence) or outcome.rules, "\n".join(outcome.lines)
+
+    return run
+
+
+def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
+    def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
+        try:
+            probe(factory)
+        except Exception as exc:  # AssertionError or Hang: a finding; anything else: it raised
+            verdict, evidence, named = _finding(exc, rules)
+            return verdict, evidence, named, ""
+        return "pass", probe.__doc__ or "", rules, ""
+
+    return run
 
 
 def run_probes(
@@ -185,48 +219,36 @@ def run_probes(
 ) -> Iterator[CheckResult]:
     """The examples stage: Examples 2 and 3, then the probes; every failure named by rule.
 
-    The stage ends at its first failure (the rest would mostly repeat it, and a
-    hanging adapter makes each check cost its bounds).
+    A failing check is run once more on fresh adapters before it is reported:
+    a violation seen twice is confirmed (``fail``); seen once, it is
+    ``inconclusive``. The stage ends at its first confirmed failure (the rest
+    would mostly repeat it, and a hanging adapter makes each check cost its bounds).
     """
-    for example in EXAMPLES:
-        announce(example.__name__)
-        start = time.monotonic()
-        try:
-            outcome = example(factory)
-            verdict = "pass" if outcome.ok else "fail"
-            evidence = "; ".join(outcome.problems) or outcome.title
-            rules = outcome.rules if outcome.ok else rules_named_in(evidence) or outcome.rules
-            detail = "\n".join(outcome.lines)
-        except Exception as exc:  # AssertionError: a finding; anything else: it raised
-            verdict, detail = "fail", ""
-            evidence, rules = _finding(exc, ())
-        yield (
-            CheckResult(
-                "examples",
-                example.__name__.replace("_", " "),
-                rules,
-                verdict,  # type: ignore[arg-type]
-                evidence,
-                detail,
-                replay if verdict == "fail" else None,
-                time.monotonic() - start,
-            )
-        )
-        if verdict == "fail":
-            return
-    for name, rules, probe in PROBES:
+    checks: list[tuple[str, Check]] = [
+        (example.__name__.replace("_", " "), _example_check(example)) for example in EXAMPLES
+    ]
+    checks += [(name, _probe_check(probe, rules)) for name, rules, probe in PROBES]
+    for name, check in checks:
         announce(name)
         start = time.monotonic()
-        try:
-            probe(factory)
-        except Exception as exc:  # AssertionError: a finding; anything else: it raised
-            message, named = _finding(exc, rules)
-            yield CheckResult(
-                "examples", name, named, "fail", message, replay=replay,
-                seconds=time.monotonic() - start,
-            )  # fmt: skip
-            return
+        verdict, evidence, rules, detail = check(factory)
+        confirmation = ""
+        if verdict == "fail":
+            again, again_evidence, again_rules, _ = check(factory)
+            if again == "fail" and again_rules[:1] == rules[:1]:
+                confirmation = "ran the check again on fresh adapters: failed the same way"
+            else:
+                verdict = "inconclusive"
+                evidence = (
+                    f"seen once, not confirmed on a second run (which gave {again}"
+                    f"{': ' + again_evidence if again != 'pass' else ''}): {evidence}"
+                )
         yield CheckResult(
-            "examples", name, rules, "pass", probe.__doc__ or name,
+            "examples", name, rules, verdict, evidence,  # type: ignore[arg-type]
+            detail=detail if verdict != "pass" else "",
+            replay=replay if verdict == "fail" else None,
             seconds=time.monotonic() - start,
+            confirmation=confirmation,
         )  # fmt: skip
+        if verdict == "fail":
+            return

@@ -1,4 +1,10 @@
-"""Writing a verify report: the terminal table, JSON and JUnit XML."""
+"""Writing a verify report: the terminal table, JSON and JUnit XML.
+
+Exit status, the same in every form (docs/verify.md, "Exit status"):
+0 pass; 1 a confirmed contract violation; 2 usage (raised before a report
+exists); 3 inconclusive — no violation confirmed, but some planned check could
+not decide.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,9 @@ from typing import Any, TextIO
 
 from .result import CheckResult, rule_table
 
-__all__ = ["VerifyReport", "write_json", "write_junit", "write_text"]
+__all__ = ["EXIT_CODES", "VerifyReport", "write_json", "write_junit", "write_text"]
+
+EXIT_CODES = {"pass": 0, "violation": 1, "usage": 2, "inconclusive": 3}
 
 
 @dataclass
@@ -24,11 +32,24 @@ class VerifyReport:
 
     @property
     def failures(self) -> list[CheckResult]:
+        """The confirmed violations."""
         return [r for r in self.results if r.verdict == "fail"]
 
     @property
+    def inconclusive(self) -> list[CheckResult]:
+        """The checks that could not decide (budget, uncontrolled threads, no reproduction)."""
+        return [r for r in self.results if r.verdict == "inconclusive"]
+
+    @property
+    def verdict(self) -> str:
+        """``violation``, ``inconclusive`` or ``pass``."""
+        if self.failures:
+            return "violation"
+        return "inconclusive" if self.inconclusive else "pass"
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failures else 0
+        return EXIT_CODES[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,7 +59,8 @@ class VerifyReport:
             "max_seconds": self.max_seconds,
             "seconds": round(self.seconds, 3),
             "stages": self.stages_run,
-            "verdict": "violation" if self.failures else "pass",
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
             "rules": [
                 {"rule": rule, "verdict": verdict, "evidence": evidence}
                 for rule, verdict, evidence in rule_table(self.results)
@@ -56,28 +78,35 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
     print(f"\n  {'rule':<5} {'verdict':<12} evidence", file=out)
     for rule, verdict, evidence in rule_table(report.results):
         print(f"  {rule:<5} {verdict:<12} {evidence[:90]}", file=out)
-    unruled = [r for r in report.failures if not r.rules]
-    for result in unruled:
-        print(
-            f"  {'-':<5} {'FAIL':<12} {result.stage}/{result.name}: {result.evidence[:80]}",
-            file=out,
-        )
     for result in report.failures:
-        print(
-            f"\nVIOLATION in {result.stage}/{result.name} ({', '.join(result.rules) or 'no rule'})",
-            file=out,
-        )
+        if not result.rules:  # the adapter raised where the contract lets no call raise
+            text = f"{result.stage}/{result.name}: {result.evidence[:80]}"
+            print(f"  {'-':<5} {'FAIL':<12} {text}", file=out)
+    for result in report.failures:
+        rules = ", ".join(result.rules) or "no rule"
+        print(f"\nVIOLATION in {result.stage}/{result.name} ({rules})", file=out)
         print(f"  {result.evidence}", file=out)
+        if result.confirmation:
+            print(f"  confirmed: {result.confirmation}", file=out)
         if result.detail:
             for line in result.detail.rstrip().splitlines():
                 print(f"    {line}", file=out)
         if result.replay:
             print(f"  reproduce with: {result.replay}", file=out)
-    verdict = (
-        f"VIOLATION: {len(report.failures)} failed check(s)"
-        if report.failures
-        else "PASS: the adapter kept the contract as far as this budget explored"
-    )
+    for result in report.inconclusive:
+        print(f"\nINCONCLUSIVE in {result.stage}/{result.name}", file=out)
+        print(f"  {result.evidence}", file=out)
+        if result.coverage:
+            print(f"  coverage: {result.coverage}", file=out)
+    if report.failures:
+        verdict = f"VIOLATION: {len(report.failures)} confirmed contract violation(s) (exit 1)"
+    elif report.inconclusive:
+        verdict = (
+            f"INCONCLUSIVE: no violation confirmed, but {len(report.inconclusive)} check(s) "
+            "could not decide (exit 3); see above for what to do"
+        )
+    else:
+        verdict = "PASS: the adapter kept the contract as far as this budget explored"
     print(f"\n{verdict}", file=out)
 
 
@@ -88,11 +117,13 @@ def write_json(report: VerifyReport, path: str) -> None:
 
 
 def write_junit(report: VerifyReport, path: str) -> None:
+    """One test case per check; a violation is a ``<failure>``, inconclusive an ``<error>``."""
     suite = ET.Element(
         "testsuite",
         name=f"chunk-adapter verify {report.adapter_spec}",
         tests=str(len(report.results)),
         failures=str(len(report.failures)),
+        errors=str(len(report.inconclusive)),
         skipped=str(sum(r.verdict == "skip" for r in report.results)),
         time=f"{report.seconds:.3f}",
     )
@@ -101,14 +132,22 @@ def write_junit(report: VerifyReport, path: str) -> None:
             suite,
             "testcase",
             classname=f"chunk_adapter.verify.{result.stage}",
-            name=f"{result.name} [{', '.join(result.rules)}]",
+            name=result.name,
             time=f"{result.seconds:.3f}",
         )
         if result.verdict == "fail":
-            failure = ET.SubElement(case, "failure", message=result.evidence[:500])
+            failure = ET.SubElement(
+                case,
+                "failure",
+                type=result.rules[0] if result.rules else "violation",
+                message=result.evidence[:500],
+            )
             failure.text = "\n".join(
                 part for part in (result.evidence, result.detail, result.replay or "") if part
             )
+        elif result.verdict == "inconclusive":
+            error = ET.SubElement(case, "error", type="inconclusive", message=result.evidence[:500])
+            error.text = "\n".join(part for part in (result.evidence, result.coverage) if part)
         elif result.verdict == "skip":
             ET.SubElement(case, "skipped", message=result.evidence[:500])
     root = ET.Element("testsuites")

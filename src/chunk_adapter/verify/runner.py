@@ -1,8 +1,12 @@
 """Run the verify stages, each in a worker process with a deadline.
 
-The budget (``max_seconds``) is shared: each stage gets its share of what is
-left, plus a small margin to report. A worker past its deadline is killed and
-that is itself the finding: the check that was running hung the adapter.
+First a pre-flight worker builds two adapters with the factory: a factory that
+raises, hangs or returns no adapter is a usage error (:class:`UsageError`, exit
+2) before any stage runs. Then the budget (``max_seconds``) is shared: each
+stage gets its share of what is left, plans its work inside it and reports
+coverage. A worker that had to be killed past its deadline is *inconclusive*,
+never a violation: a stuck call is named by the worker's own per-call
+watchdog (:mod:`.watchdog`) before that.
 """
 
 from __future__ import annotations
@@ -16,17 +20,23 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import InvalidValue
 from ..factory import load_factory
+from ..outcome import CheckResult
 from .report import VerifyReport
-from .result import CheckResult
 from .stages import STAGES, Stage
 
-__all__ = ["MARGIN", "PROFILES", "verify"]
+__all__ = ["MARGIN", "PROFILES", "UsageError", "verify"]
 
 MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
+PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 
 PROFILES: dict[str, float] = {"quick": 60.0, "ci": 150.0, "hunt": 1800.0}
 """Default ``--max-seconds`` of each profile."""
+
+
+class UsageError(InvalidValue):
+    """The adapter cannot be verified as named or built (exit 2); the message says the fix."""
 
 
 def _replay_prefix(spec: str, profile: str, seed: int) -> str:
@@ -44,17 +54,20 @@ def _read_events(path: str) -> list[dict[str, Any]]:
     return events
 
 
-def _run_stage(
-    stage: Stage, spec: str, profile: str, seed: int, seconds: float
-) -> list[CheckResult]:
-    prefix = _replay_prefix(spec, profile, seed)
-    fd, path = tempfile.mkstemp(prefix=f"chunk-verify-{stage.name}-", suffix=".jsonl")
+def _worker(
+    name: str, spec: str, profile: str, seed: int, seconds: float, substitute: Sequence[str]
+) -> tuple[list[dict[str, Any]], bool, str]:
+    """Run one worker; its events, whether it had to be killed, and its stderr."""
+    fd, path = tempfile.mkstemp(prefix=f"chunk-verify-{name}-", suffix=".jsonl")
     os.close(fd)
     command = [
-        sys.executable, "-m", "chunk_adapter.verify.worker", stage.name,
+        sys.executable, "-m", "chunk_adapter.verify.worker", name,
         "--adapter", spec, "--profile", profile, "--seed", str(seed),
-        "--seconds", f"{seconds:.3f}", "--replay-prefix", prefix, "--out", path,
+        "--seconds", f"{seconds:.3f}", "--replay-prefix", _replay_prefix(spec, profile, seed),
+        "--out", path,
     ]  # fmt: skip
+    for module in substitute:
+        command += ["--substitute", module]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     try:
@@ -73,20 +86,48 @@ def _run_stage(
         stderr = (exc.stderr or b"").decode(errors="replace")
     events = _read_events(path)
     os.unlink(path)
+    return events, killed, stderr
+
+
+def _preflight(spec: str, substitute: Sequence[str]) -> None:
+    """Raise :class:`UsageError` when the factory cannot build usable adapters."""
+    events, killed, stderr = _worker("preflight", spec, "quick", 0, PREFLIGHT_SECONDS, substitute)
+    for event in events:
+        if event.get("event") == "usage":
+            raise UsageError(str(event["message"]))
+    if killed:
+        raise UsageError(
+            f"building two adapters with {spec} did not finish within {PREFLIGHT_SECONDS:g} s "
+            "(the factory, or importing its module, hangs); the factory must return promptly"
+        )
+    if not any(e.get("event") == "done" for e in events):
+        raise UsageError(
+            f"the process that builds adapters with {spec} died: {stderr.strip()[-600:]}"
+        )
+
+
+def _run_stage(
+    stage: Stage, spec: str, profile: str, seed: int, seconds: float, substitute: Sequence[str]
+) -> list[CheckResult]:
+    events, killed, stderr = _worker(stage.name, spec, profile, seed, seconds, substitute)
+    prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
                for e in events if e.get("event") == "result"]  # fmt: skip
     if killed or not any(e.get("event") == "done" for e in events):
         running = [e.get("name") for e in events if e.get("event") == "check"]
         what = f" (last check started: {running[-1]})" if running else ""
         cause = (
-            f"did not finish within {seconds + MARGIN:.1f} s{what}: a call into the adapter hung "
-            "or ran away (a stop() or join without a timeout, a deadlock, a spin)"
+            f"did not report within {seconds + MARGIN:.1f} s{what} and was stopped; no call "
+            "into the adapter was seen stuck past its bound, so this is not a violation. "
+            "Give verify more time (--max-seconds)"
             if killed
-            else f"the worker died without a verdict{what}: {stderr.strip()[-400:]}"
+            else f"the worker process died without a verdict{what} (the adapter may have "
+            f"ended the process, or crashed the interpreter): {stderr.strip()[-400:]}"
         )
         results.append(
-            CheckResult(stage.name, "stage finished", (), "fail", f"stage {stage.name} {cause}",
-                        detail=stderr[-2000:], replay=f"{prefix} --stage {stage.name}")
+            CheckResult(stage.name, "stage finished", (), "inconclusive",
+                        f"stage {stage.name} {cause}", detail=stderr[-2000:],
+                        replay=f"{prefix} --stage {stage.name}")
         )  # fmt: skip
     return results
 
@@ -100,25 +141,45 @@ def verify(
     stages: Sequence[str] | None = None,
     keep_going: bool = False,
     progress: Callable[[str], None] | None = None,
+    substitute: Sequence[str] = (),
 ) -> VerifyReport:
-    """Verify the adapter named by *spec*; raises ``InvalidValue`` for a bad spec.
+    """Verify the adapter named by *spec*.
 
-    Stages run cheapest first; unless *keep_going*, the first stage with a
-    violation ends the run (a broken adapter fails fast).
+    Raises :class:`UsageError` (an ``InvalidValue``) when *spec* cannot be
+    imported or its factory cannot build adapters. Stages run cheapest first;
+    unless *keep_going*, the first stage with a confirmed violation ends the
+    run (a broken adapter fails fast). *substitute* names extra modules or
+    packages whose threads the explorer must control.
     """
     if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
         sys.path.insert(0, os.getcwd())
+    if profile not in PROFILES:
+        raise UsageError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise UsageError(f"max_seconds must be a number of seconds > 0, got {max_seconds!r}")
+    unknown = sorted(set(stages or ()) - {s.name for s in STAGES})
+    if unknown:
+        raise UsageError(
+            f"unknown stage(s) {unknown}; choose from {', '.join(s.name for s in STAGES)}"
+        )
     load_factory(spec)  # usage errors surface here, before any worker starts
+    start = time.monotonic()
+    if progress is not None:
+        progress(f"[verify] pre-flight: building two adapters with {spec}")
+    _preflight(spec, substitute)
     budget = PROFILES[profile] if max_seconds is None else max_seconds
     report = VerifyReport(spec, profile, seed, budget)
     chosen = [s for s in STAGES if stages is None or s.name in stages]
-    start = time.monotonic()
     for index, stage in enumerate(chosen, 1):
         left = budget - (time.monotonic() - start)
         if left <= 1.0:
             report.results.append(
-                CheckResult(stage.name, "budget", (), "skip", "no budget left for this stage")
-            )
+                CheckResult(
+                    stage.name, "budget", (), "inconclusive",
+                    f"stage {stage.name} not started: no budget left of {budget:g} s "
+                    "(--max-seconds)", coverage="not started",
+                )
+            )  # fmt: skip
             continue
         share = left * stage.share if index < len(chosen) else left
         if progress is not None:
@@ -126,7 +187,7 @@ def verify(
                 f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
                 f"up to {share:.0f} s; {left:.0f} s of {budget:.0f} s budget left"
             )
-        results = _run_stage(stage, spec, profile, seed, share)
+        results = _run_stage(stage, spec, profile, seed, share, substitute)
         report.results.extend(results)
         report.stages_run.append(stage.name)
         if not keep_going and any(r.verdict == "fail" for r in results):
