@@ -29,6 +29,7 @@ def test_stage(
     adapter_spec: str,
     chunk_profile: str,
     chunk_seed: int,
+    chunk_max_seconds: float | None,
     request: pytest.FixtureRequest,
 ) -> None:
     """The adapter passes this verify stage (rules named in the failure)."""
@@ -36,7 +37,7 @@ def test_stage(
     report = verify(
         adapter_spec,
         profile=chunk_profile,
-        max_seconds=PROFILES[chunk_profile] * min(share, 0.45),
+        max_seconds=chunk_max_seconds or PROFILES[chunk_profile] * min(share, 0.45),
         seed=chunk_seed,
         stages=[stage],
     )

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidType",
     "InvalidValue",
     "SnapshotError",
+    "UsageError",
 ]
 
 
@@ -47,3 +48,7 @@ class ConnectorError(ChunkAdapterError):
 
 class InjectedFault(ConnectorError):
     """A failure injected on purpose by a fault wrapper (put, get or build)."""
+
+
+class UsageError(InvalidValue):
+    """An adapter cannot be verified as named or built (``verify`` exit 2); says the fix."""

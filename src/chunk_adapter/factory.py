@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .errors import InvalidValue
+from .errors import UsageError
 
 __all__ = [
     "REFERENCE",
@@ -67,22 +67,22 @@ def reference_factory(connector: Any, **kwargs: Any) -> AdapterLike:
 def load_factory(spec: str) -> AdapterFactory:
     """Resolve ``"pkg.mod:attr"`` (attr may be dotted) to a callable factory."""
     if not isinstance(spec, str) or spec.count(":") != 1:
-        raise InvalidValue(
+        raise UsageError(
             f"an adapter is named as 'package.module:factory', got {spec!r}; "
             f"for example --adapter {REFERENCE}"
         )
     module_name, attr = spec.split(":")
     if not module_name or not attr:
-        raise InvalidValue(f"both sides of ':' are needed in {spec!r}, e.g. {REFERENCE}")
+        raise UsageError(f"both sides of ':' are needed in {spec!r}, e.g. {REFERENCE}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise InvalidValue(
+        raise UsageError(
             f"cannot import module {module_name!r} named in --adapter {spec!r}: {exc}. "
             "Is the package installed, or its directory on PYTHONPATH?"
         ) from exc
     except Exception as exc:  # SyntaxError, or the module raising while it is imported
-        raise InvalidValue(
+        raise UsageError(
             f"importing module {module_name!r} named in --adapter {spec!r} raised "
             f"{type(exc).__name__}: {exc}. Fix the module so that it imports cleanly."
         ) from exc
@@ -91,11 +91,11 @@ def load_factory(spec: str) -> AdapterFactory:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise InvalidValue(
+            raise UsageError(
                 f"module {module_name!r} has no attribute {attr!r} (from --adapter {spec!r})"
             ) from None
     if not callable(obj):
-        raise InvalidValue(f"{spec!r} names {obj!r}, which is not callable; name a factory")
+        raise UsageError(f"{spec!r} names {obj!r}, which is not callable; name a factory")
     _check_signature(spec, obj)
     factory: AdapterFactory = obj
     return factory
@@ -109,7 +109,7 @@ def _check_signature(spec: str, factory: Callable[..., Any]) -> None:
     try:
         sig.bind(object(), stage_id=1, src_stage_id=None, build_payload=None)
     except TypeError as exc:
-        raise InvalidValue(
+        raise UsageError(
             f"factory {spec!r} has signature {sig}, which cannot be called as "
             "factory(connector, *, stage_id=..., src_stage_id=..., build_payload=...): "
             f"{exc}. Give it those keyword parameters."

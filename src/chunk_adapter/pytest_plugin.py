@@ -23,6 +23,7 @@ ADAPTER_HELP = (
 )
 PROFILE_HELP = "verification profile: quick, ci or hunt (default: env CHUNK_ADAPTER_PROFILE or ci)"
 SEED_HELP = "seed of every random choice in the conformance suite (default: 0)"
+MAX_SECONDS_HELP = "budget of each conformance stage in seconds (default: from the profile)"
 EXIT_INCONCLUSIVE = 3
 """The exit status of a run whose only problem is a conformance check that could not decide."""
 _INCONCLUSIVE = pytest.StashKey[bool]()
@@ -43,6 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--adapter", default=None, help=ADAPTER_HELP)
     group.addoption("--chunk-profile", default=None, help=PROFILE_HELP)
     group.addoption("--chunk-seed", type=int, default=None, help=SEED_HELP)
+    group.addoption("--chunk-max-seconds", type=float, default=None, help=MAX_SECONDS_HELP)
     parser.addini("chunk_adapter", ADAPTER_HELP)
     parser.addini("chunk_profile", PROFILE_HELP)
 
@@ -95,6 +97,12 @@ def adapter_factory(adapter_spec: str, pytestconfig: pytest.Config) -> AdapterFa
 @pytest.fixture(scope="session")
 def chunk_profile(pytestconfig: pytest.Config) -> str:
     return _profile(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def chunk_max_seconds(pytestconfig: pytest.Config) -> float | None:
+    value = pytestconfig.getoption("--chunk-max-seconds")
+    return None if value is None else float(value)
 
 
 @pytest.fixture(scope="session")

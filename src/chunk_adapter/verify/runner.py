@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import InvalidValue
+from ..errors import UsageError
 from ..factory import load_factory
 from ..outcome import CheckResult
 from .report import VerifyReport
@@ -33,10 +33,6 @@ PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 
 PROFILES: dict[str, float] = {"quick": 60.0, "ci": 150.0, "hunt": 1800.0}
 """Default ``--max-seconds`` of each profile."""
-
-
-class UsageError(InvalidValue):
-    """The adapter cannot be verified as named or built (exit 2); the message says the fix."""
 
 
 def _replay_prefix(spec: str, profile: str, seed: int) -> str:
