@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import replace
 from typing import Any
 
 from ..factory import load_factory
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-prefix", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--substitute", action="append", default=[])
+    # Run another stage function under this stage's name (the worker's own tests).
+    parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     # The reference adapter logs every injected fault; a verdict does not need them.
     logging.getLogger("chunk_adapter").setLevel(logging.CRITICAL)
@@ -130,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             events.emit({"event": "usage", "message": problem})
         _finish(events, args.stage)
     stage = next(s for s in STAGES if s.name == args.stage)
+    if args.target is not None:
+        stage = replace(stage, target=args.target)
 
     def announce(name: str) -> None:
         events.current = name
