@@ -84,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verify.report import write_json, write_junit, write_text
+    from .verify.junit import write_junit
+    from .verify.report import write_json, write_text
     from .verify.runner import verify
 
     if args.max_seconds is not None and args.max_seconds <= 0:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import io
 import json
 import xml.etree.ElementTree as ET
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from chunk_adapter.outcome import CheckResult
-from chunk_adapter.verify.report import VerifyReport, write_json, write_junit, write_text
+from chunk_adapter.verify.junit import write_junit
+from chunk_adapter.verify.report import VerifyReport, write_json, write_text
 from chunk_adapter.verify.result import rule_table
 
 PASS = CheckResult("examples", "example 2", ("R4", "R9"), "pass", "held")
@@ -71,3 +74,18 @@ def test_json_round_trips_the_checks(tmp_path: Path) -> None:
     write_json(report(PASS, FAIL), str(path))
     data = json.loads(path.read_text())
     assert [CheckResult.from_json(c) for c in data["checks"]] == [PASS, FAIL]
+
+
+def test_json_output_validates_against_the_shipped_schema(tmp_path: Path) -> None:
+    schema = json.loads(
+        resources.files("chunk_adapter.verify").joinpath("report.schema.json").read_text()
+    )
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for results in ((PASS,), (PASS, UNDECIDED), (PASS, UNDECIDED, FAIL)):
+        path = tmp_path / "r.json"
+        write_json(report(*results), str(path))
+        jsonschema.validate(json.loads(path.read_text()), schema)
+    bad = report(PASS).to_json()
+    bad["verdict"] = "ok"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

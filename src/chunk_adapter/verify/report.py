@@ -1,4 +1,4 @@
-"""Writing a verify report: the terminal table, JSON and JUnit XML.
+"""A verify report, and writing it as the terminal table and JSON (JUnit: :mod:`.junit`).
 
 Exit status, the same in every form (docs/verify.md, "Exit status"):
 0 pass; 1 a confirmed contract violation; 2 usage (raised before a report
@@ -9,15 +9,17 @@ not decide.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .result import CheckResult, rule_table
+from .._version import __version__
+from .result import CheckResult, rule_checks, rule_table
 
-__all__ = ["EXIT_CODES", "VerifyReport", "write_json", "write_junit", "write_text"]
+__all__ = ["EXIT_CODES", "SCHEMA_VERSION", "VerifyReport", "write_json", "write_text"]
 
 EXIT_CODES = {"pass": 0, "violation": 1, "usage": 2, "inconclusive": 3}
+SCHEMA_VERSION = 1
+"""Of the JSON report (``report.schema.json`` beside this module); bumped on any breaking change."""
 
 
 @dataclass
@@ -53,6 +55,8 @@ class VerifyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "chunk-adapter", "version": __version__},
             "adapter": self.adapter_spec,
             "profile": self.profile,
             "seed": self.seed,
@@ -62,8 +66,8 @@ class VerifyReport:
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "rules": [
-                {"rule": rule, "verdict": verdict, "evidence": evidence}
-                for rule, verdict, evidence in rule_table(self.results)
+                {"rule": rule, "verdict": verdict, "checks": checks}
+                for rule, verdict, checks in rule_checks(self.results)
             ],
             "checks": [r.to_json() for r in self.results],
         }
@@ -114,42 +118,3 @@ def write_json(report: VerifyReport, path: str) -> None:
     with open(path, "w", encoding="utf-8") as out:
         json.dump(report.to_json(), out, indent=2, default=repr)
         out.write("\n")
-
-
-def write_junit(report: VerifyReport, path: str) -> None:
-    """One test case per check; a violation is a ``<failure>``, inconclusive an ``<error>``."""
-    suite = ET.Element(
-        "testsuite",
-        name=f"chunk-adapter verify {report.adapter_spec}",
-        tests=str(len(report.results)),
-        failures=str(len(report.failures)),
-        errors=str(len(report.inconclusive)),
-        skipped=str(sum(r.verdict == "skip" for r in report.results)),
-        time=f"{report.seconds:.3f}",
-    )
-    for result in report.results:
-        case = ET.SubElement(
-            suite,
-            "testcase",
-            classname=f"chunk_adapter.verify.{result.stage}",
-            name=result.name,
-            time=f"{result.seconds:.3f}",
-        )
-        if result.verdict == "fail":
-            failure = ET.SubElement(
-                case,
-                "failure",
-                type=result.rules[0] if result.rules else "violation",
-                message=result.evidence[:500],
-            )
-            failure.text = "\n".join(
-                part for part in (result.evidence, result.detail, result.replay or "") if part
-            )
-        elif result.verdict == "inconclusive":
-            error = ET.SubElement(case, "error", type="inconclusive", message=result.evidence[:500])
-            error.text = "\n".join(part for part in (result.evidence, result.coverage) if part)
-        elif result.verdict == "skip":
-            ET.SubElement(case, "skipped", message=result.evidence[:500])
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.ElementTree(root).write(path, encoding="unicode")

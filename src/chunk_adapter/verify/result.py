@@ -6,11 +6,15 @@ from collections.abc import Iterable
 
 from ..outcome import RULES, CheckResult, Verdict, rules_named_in
 
-__all__ = ["RULES", "CheckResult", "Verdict", "rule_table", "rules_named_in"]
+__all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table", "rules_named_in"]
 
 
-def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:
-    """``(rule, verdict, evidence)`` per rule.
+ORDER = (("fail", "FAIL"), ("inconclusive", "inconclusive"), ("pass", "pass"))
+"""The verdicts a rule can take from its checks, strongest first, as the table shows them."""
+
+
+def rule_checks(results: Iterable[CheckResult]) -> list[tuple[str, str, list[str]]]:
+    """``(rule, verdict, ["stage/check", ...])`` per rule, the checks behind the verdict.
 
     FAIL (a confirmed violation) beats inconclusive (a check of the rule could
     not decide) beats pass beats not checked.
@@ -21,19 +25,30 @@ def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:
             by_rule.setdefault(rule, []).append(result)
     table = []
     for rule, results_for in by_rule.items():
-        failed = [r for r in results_for if r.verdict == "fail"]
-        undecided = [r for r in results_for if r.verdict == "inconclusive"]
-        passed = [r for r in results_for if r.verdict == "pass"]
-        if failed:
-            table.append((rule, "FAIL", "; ".join(f"{r.stage}/{r.name}" for r in failed)))
-        elif undecided:
-            table.append(
-                (rule, "inconclusive", "; ".join(f"{r.stage}/{r.name}" for r in undecided))
-            )
-        elif passed:
-            names = sorted({f"{r.stage}/{r.name}" for r in passed})
-            shown = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
-            table.append((rule, "pass", shown))
+        for verdict, label in (
+            ("fail", "FAIL"),
+            ("inconclusive", "inconclusive"),
+            ("pass", "pass"),
+        ):
+            chosen = [f"{r.stage}/{r.name}" for r in results_for if r.verdict == verdict]
+            if chosen:
+                table.append((rule, label, list(dict.fromkeys(chosen))))
+                break
         else:
-            table.append((rule, "not checked", "no check in the stages run"))
+            table.append((rule, "not checked", []))
+    return table
+
+
+def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:
+    """:func:`rule_checks` as one line of evidence per rule (the terminal table)."""
+    table = []
+    for rule, verdict, checks in rule_checks(results):
+        if not checks:
+            text = "no check in the stages run"
+        elif verdict == "pass":
+            names = sorted(checks)
+            text = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+        else:
+            text = "; ".join(checks)
+        table.append((rule, verdict, text))
     return table
