@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument("--json", metavar="FILE", help="also write a JSON report")
+    check.add_argument(
+        "--report-md",
+        metavar="FILE",
+        help="also write a Markdown summary (appended to $GITHUB_STEP_SUMMARY when that is set)",
+    )
     again = commands.add_parser("replay", help="re-run a counterexample that verify reported")
     again.add_argument("string", help="the replay string (explore:..., stateful:..., stress:...)")
     again.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
@@ -85,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _verify(args: argparse.Namespace) -> int:
     from .verify.junit import write_junit
+    from .verify.markdown import write_markdown
     from .verify.report import write_json, write_text
     from .verify.runner import verify
 
@@ -111,6 +117,11 @@ def _verify(args: argparse.Namespace) -> int:
         write_json(report, args.json)
     if args.junit_xml:
         write_junit(report, args.junit_xml)
+    if args.report_md:
+        write_markdown(report, args.report_md)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        write_markdown(report, summary, append=True)
     return report.exit_code
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from chunk_adapter.outcome import CheckResult
 from chunk_adapter.verify.junit import write_junit
+from chunk_adapter.verify.markdown import to_markdown
 from chunk_adapter.verify.report import VerifyReport, write_json, write_text
 from chunk_adapter.verify.result import rule_table
 
@@ -89,3 +90,13 @@ def test_json_output_validates_against_the_shipped_schema(tmp_path: Path) -> Non
     bad["verdict"] = "ok"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_markdown_leads_with_the_verdict_and_gives_each_finding_its_reproducer() -> None:
+    text = to_markdown(report(PASS, UNDECIDED, FAIL))
+    assert "**VIOLATION**" in text.splitlines()[2]
+    assert "### ❌ stateful/machines (R16, R14)" in text
+    assert "```sh\nx\n```" in text
+    assert "Coverage: 3 of 9" in text
+    assert "| R16 | ❌ FAIL | stateful/machines |" in text
+    assert "**INCONCLUSIVE**" in to_markdown(report(PASS, UNDECIDED)).splitlines()[2]
