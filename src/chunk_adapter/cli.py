@@ -68,6 +68,12 @@ def _parser() -> argparse.ArgumentParser:
         "beyond the factory's module and the adapter class's modules (repeatable)",
     )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
+    check.add_argument(
+        "-q", "--quiet", action="count", default=0, help="no progress on stderr, only the report"
+    )
+    check.add_argument(
+        "-v", "--verbose", action="count", default=0, help="also show each check as it starts"
+    )
     check.add_argument("--json", metavar="FILE", help="also write a JSON report")
     check.add_argument(
         "--report-md",
@@ -91,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
 def _verify(args: argparse.Namespace) -> int:
     from .verify.junit import write_junit
     from .verify.markdown import write_markdown
+    from .verify.progress import Progress
     from .verify.report import write_json, write_text
     from .verify.runner import verify
 
@@ -106,7 +113,7 @@ def _verify(args: argparse.Namespace) -> int:
             seed=args.seed,
             stages=args.stage,
             keep_going=args.keep_going,
-            progress=lambda line: print(line, file=sys.stderr, flush=True),
+            progress=Progress(sys.stderr, verbosity=args.verbose - args.quiet),
             substitute=args.substitute,
         )
     except InvalidValue as exc:

@@ -23,12 +23,14 @@ from typing import Any
 from ..errors import UsageError
 from ..factory import load_factory
 from ..outcome import CheckResult
+from .progress import Progress
 from .report import VerifyReport
 from .stages import STAGES, Stage
 
 __all__ = ["MARGIN", "PROFILES", "UsageError", "verify"]
 
 MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
+POLL = 0.25  # seconds between looks at a running worker's events
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 
 PROFILES: dict[str, float] = {"quick": 60.0, "ci": 150.0, "hunt": 1800.0}
@@ -39,21 +41,47 @@ def _replay_prefix(spec: str, profile: str, seed: int) -> str:
     return f"chunk-adapter verify --adapter {spec} --profile {profile} --seed {seed}"
 
 
-def _read_events(path: str) -> list[dict[str, Any]]:
-    events = []
-    with open(path, encoding="utf-8") as lines:
-        for line in lines:
+class _Tail:
+    """Reads the worker's event file as it grows (complete lines only)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.offset = 0
+        self.events: list[dict[str, Any]] = []
+
+    def read(self) -> list[dict[str, Any]]:
+        """The events written since the last read."""
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
+        self.offset += end
+        fresh = []
+        for line in data[:end].splitlines():
             try:
-                events.append(json.loads(line))
+                fresh.append(json.loads(line))
             except json.JSONDecodeError:
-                break  # a line cut short by the kill
-    return events
+                continue  # cannot happen for whole lines; never let it stop the verdict
+        self.events += fresh
+        return fresh
+
+
+OnEvent = Callable[[dict[str, Any]], None]
 
 
 def _worker(
-    name: str, spec: str, profile: str, seed: int, seconds: float, substitute: Sequence[str]
+    name: str,
+    spec: str,
+    profile: str,
+    seed: int,
+    seconds: float,
+    substitute: Sequence[str],
+    on_event: OnEvent = lambda event: None,
 ) -> tuple[list[dict[str, Any]], bool, str]:
-    """Run one worker; its events, whether it had to be killed, and its stderr."""
+    """Run one worker; its events, whether it had to be killed, and its stderr.
+
+    *on_event* sees each event as the worker writes it (the live progress line).
+    """
     fd, path = tempfile.mkstemp(prefix=f"chunk-verify-{name}-", suffix=".jsonl")
     os.close(fd)
     command = [
@@ -66,23 +94,33 @@ def _worker(
         command += ["--substitute", module]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    try:
-        proc = subprocess.run(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            timeout=seconds + MARGIN,
-            check=False,
-        )
-        killed, stderr = False, proc.stderr.decode(errors="replace")
-    except subprocess.TimeoutExpired as exc:
-        killed = True
-        stderr = (exc.stderr or b"").decode(errors="replace")
-    events = _read_events(path)
+    tail = _Tail(path)
+    deadline = time.monotonic() + seconds + MARGIN
+    killed = False
+    with tempfile.TemporaryFile() as stderr_file:
+        proc = subprocess.Popen(
+            command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=stderr_file,
+        )  # fmt: skip
+        while True:
+            try:
+                proc.wait(timeout=min(POLL, max(0.0, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.wait()
+                    killed = True
+                    break
+            finally:
+                for event in tail.read():
+                    on_event(event)
+        stderr_file.seek(0)
+        stderr = stderr_file.read().decode(errors="replace")
+    for event in tail.read():
+        on_event(event)
     os.unlink(path)
-    return events, killed, stderr
+    return tail.events, killed, stderr
 
 
 def _preflight(spec: str, substitute: Sequence[str]) -> None:
@@ -103,9 +141,18 @@ def _preflight(spec: str, substitute: Sequence[str]) -> None:
 
 
 def _run_stage(
-    stage: Stage, spec: str, profile: str, seed: int, seconds: float, substitute: Sequence[str]
+    stage: Stage,
+    spec: str,
+    profile: str,
+    seed: int,
+    seconds: float,
+    substitute: Sequence[str],
+    progress: Progress | None,
 ) -> list[CheckResult]:
-    events, killed, stderr = _worker(stage.name, spec, profile, seed, seconds, substitute)
+    on_event: OnEvent = (
+        (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
+    )
+    events, killed, stderr = _worker(stage.name, spec, profile, seed, seconds, substitute, on_event)
     prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
                for e in events if e.get("event") == "result"]  # fmt: skip
@@ -136,7 +183,7 @@ def verify(
     seed: int = 0,
     stages: Sequence[str] | None = None,
     keep_going: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     substitute: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
@@ -161,7 +208,7 @@ def verify(
     load_factory(spec)  # usage errors surface here, before any worker starts
     start = time.monotonic()
     if progress is not None:
-        progress(f"[verify] pre-flight: building two adapters with {spec}")
+        progress.stage_started(f"[verify] pre-flight: building two adapters with {spec}", "", 0)
     _preflight(spec, substitute)
     budget = PROFILES[profile] if max_seconds is None else max_seconds
     report = VerifyReport(spec, profile, seed, budget)
@@ -179,14 +226,18 @@ def verify(
             continue
         share = left * stage.share if index < len(chosen) else left
         if progress is not None:
-            progress(
+            progress.stage_started(
                 f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
-                f"up to {share:.0f} s; {left:.0f} s of {budget:.0f} s budget left"
+                f"up to {share:.0f} s; {left:.0f} s of {budget:.0f} s budget left",
+                stage.name,
+                share,
             )
-        results = _run_stage(stage, spec, profile, seed, share, substitute)
+        results = _run_stage(stage, spec, profile, seed, share, substitute, progress)
         report.results.extend(results)
         report.stages_run.append(stage.name)
         if not keep_going and any(r.verdict == "fail" for r in results):
             break
     report.seconds = time.monotonic() - start
+    if progress is not None:
+        progress.finish()
     return report
