@@ -100,3 +100,22 @@ def test_markdown_leads_with_the_verdict_and_gives_each_finding_its_reproducer()
     assert "Coverage: 3 of 9" in text
     assert "| R16 | ❌ FAIL | stateful/machines |" in text
     assert "**INCONCLUSIVE**" in to_markdown(report(PASS, UNDECIDED)).splitlines()[2]
+
+
+def test_the_text_table_cuts_long_evidence_between_names_not_inside_one() -> None:
+    many = [
+        CheckResult("explore", f"q{i}-cleanup-inflight-get / pct(seed=0)", ("R16",), "fail", "x")
+        for i in range(5)
+    ]
+    out = io.StringIO()
+    write_text(report(*many), out)
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("  R16 "))
+    assert row.endswith("(...)"), row
+    assert row.count("explore/") == row.count("/ pct(seed=0)"), row
+
+
+def test_the_finding_line_is_printed_once() -> None:
+    finding = CheckResult("stateful", "m", ("R9",), "fail", "R9: gap", detail="R9: gap\nsteps")
+    out = io.StringIO()
+    write_text(report(finding), out)
+    assert out.getvalue().count("R9: gap") == 1, out.getvalue()

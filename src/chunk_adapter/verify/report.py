@@ -73,6 +73,16 @@ class VerifyReport:
         }
 
 
+def _clip(text: str, width: int) -> str:
+    """*text* cut to *width* at a separator ("; " or ", "), never inside a name."""
+    if len(text) <= width:
+        return text
+    cut = max(text.rfind("; ", 0, width - 6), text.rfind(", ", 0, width - 6))
+    if cut <= 0:
+        cut = text.rfind(" ", 0, width - 6)
+    return (text[:cut] if cut > 0 else text[: width - 6]) + " (...)"
+
+
 def write_text(report: VerifyReport, out: TextIO) -> None:
     print(
         f"\nchunk-adapter verify --adapter {report.adapter_spec} --profile {report.profile} "
@@ -81,7 +91,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
     )
     print(f"\n  {'rule':<5} {'verdict':<12} evidence", file=out)
     for rule, verdict, evidence in rule_table(report.results):
-        print(f"  {rule:<5} {verdict:<12} {evidence[:90]}", file=out)
+        print(f"  {rule:<5} {verdict:<12} {_clip(evidence, 90)}", file=out)
     for result in report.failures:
         if not result.rules:  # the adapter raised where the contract lets no call raise
             text = f"{result.stage}/{result.name}: {result.evidence[:80]}"
@@ -92,9 +102,11 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         print(f"  {result.evidence}", file=out)
         if result.confirmation:
             print(f"  confirmed: {result.confirmation}", file=out)
-        if result.detail:
-            for line in result.detail.rstrip().splitlines():
-                print(f"    {line}", file=out)
+        detail = result.detail.rstrip().splitlines()
+        if detail and detail[0].strip() == result.evidence.strip():
+            detail = detail[1:]  # the evidence line, already printed just above
+        for line in detail:
+            print(f"    {line}", file=out)
         if result.replay:
             print(f"  reproduce with: {result.replay}", file=out)
     for result in report.inconclusive:
