@@ -1,9 +1,13 @@
 """The pytest plugin (entry point ``pytest11``): ``--adapter`` and the conformance suite.
 
-``pytest --adapter pkg.mod:factory`` makes the ``adapter_factory`` fixture
-build that adapter, and the report header shows the flags in effect, ready to
-paste back. ``pytest --adapter pkg.mod:factory --pyargs chunk_adapter.conformance``
-runs the conformance suite (every verify stage) against it.
+``pytest --chunk-adapter pkg.mod:factory`` makes the ``adapter_factory``
+fixture build that adapter, and the report header shows the flags in effect,
+ready to paste back. ``pytest --chunk-adapter pkg.mod:factory --pyargs
+chunk_adapter.conformance`` runs the conformance suite (every verify stage)
+against it. Every option starts with ``--chunk-``; ``--adapter`` is still
+accepted, with a deprecation warning. Hypothesis's ``--hypothesis-seed`` becomes
+the suite's seed when ``--chunk-seed`` is not given (the machines run in
+worker processes, where Hypothesis's own option cannot reach).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("chunk-adapter")
-    group.addoption("--adapter", default=None, help=ADAPTER_HELP)
+    group.addoption("--chunk-adapter", "--adapter", dest="chunk_adapter", default=None,
+                    help=ADAPTER_HELP)  # fmt: skip
     group.addoption("--chunk-profile", default=None, help=PROFILE_HELP)
     group.addoption("--chunk-seed", type=int, default=None, help=SEED_HELP)
     group.addoption("--chunk-max-seconds", type=float, default=None, help=MAX_SECONDS_HELP)
@@ -49,8 +54,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("chunk_profile", PROFILE_HELP)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    args = [str(a) for a in config.invocation_params.args]
+    if any(a == "--adapter" or a.startswith("--adapter=") for a in args):
+        config.issue_config_time_warning(
+            pytest.PytestDeprecationWarning(
+                "--adapter is deprecated; use --chunk-adapter (same value), which cannot "
+                "clash with another plugin's option"
+            ),
+            stacklevel=2,
+        )
+    seed = config.getoption("hypothesis_seed", default=None)
+    if seed is not None and config.getoption("--chunk-seed") is None:
+        # The suite's machines run in worker processes, where Hypothesis's own option
+        # cannot reach: carry it over as the suite's seed, and say so in the header.
+        config.option.chunk_seed = int(seed)
+
+
 def _spec(config: pytest.Config) -> str:
-    spec = config.getoption("--adapter") or config.getini("chunk_adapter") or REFERENCE
+    spec = config.getoption("chunk_adapter") or config.getini("chunk_adapter") or REFERENCE
     return str(spec)
 
 
@@ -70,7 +92,7 @@ def _seed(config: pytest.Config) -> int:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return (
-        f"chunk-adapter: --adapter {_spec(config)} --chunk-profile {_profile(config)} "
+        f"chunk-adapter: --chunk-adapter {_spec(config)} --chunk-profile {_profile(config)} "
         f"--chunk-seed {_seed(config)}"
     )
 

@@ -23,14 +23,14 @@ def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_conformance_suite_fails_a_broken_adapter_naming_the_rule() -> None:
     proc = run_pytest(
         "--pyargs", "chunk_adapter.conformance", "-k", "examples",
-        "--adapter", "tests.quality.broken_explore:NoTokenCheck",
+        "--chunk-adapter", "tests.quality.broken_explore:NoTokenCheck",
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "R16" in out and "reproduce with:" in out, out
     # The header shows the flags in effect, ready to paste back.
     assert (
-        "chunk-adapter: --adapter tests.quality.broken_explore:NoTokenCheck "
+        "chunk-adapter: --chunk-adapter tests.quality.broken_explore:NoTokenCheck "
         "--chunk-profile ci --chunk-seed 0" in out
     ), out
 
@@ -49,3 +49,14 @@ def test_check_adapter_raises_with_the_report() -> None:
     assert report.exit_code == 1
     assert any("R4" in r.rules for r in report.failures), report.failures
     assert "R4" in str(caught.value)
+
+
+def test_the_old_option_name_still_works_with_a_deprecation_warning() -> None:
+    proc = run_pytest(
+        "--pyargs", "chunk_adapter.conformance", "-k", "examples",
+        "--adapter", "chunk_adapter.adapter:ChunkAdapter", "--hypothesis-seed", "7",
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "--adapter is deprecated; use --chunk-adapter" in out, out
+    assert "--chunk-seed 7" in out, out
