@@ -1,23 +1,26 @@
-"""Hypothesis profiles for the stateful machines, chosen by ``CHUNK_ADAPTER_PROFILE``.
+"""The profiles, in one table: how much every part of the suite does under each name.
 
-=========  ========  =====  ========  ==================================
-profile    examples  steps  liveness  use
-=========  ========  =====  ========  ==================================
-quick      100       30     5 s       default: pre-commit, derandomized
-ci         150       40     10 s      a CI gate: more, still derandomized
-hunt       1000      60     10 s      regression hunting: random seeds
-=========  ========  =====  ========  ==================================
+=========  ======  ========  =====  ========  ========  ==================================
+profile    budget  examples  steps  liveness  explorer  use
+=========  ======  ========  =====  ========  ========  ==================================
+quick      60 s    100       30     5 s       25        pre-commit, derandomized
+ci         150 s   150       40     10 s      120       default: a CI gate, derandomized
+hunt       1800 s  1000      60     10 s      2000      regression hunting: random seeds
+=========  ======  ========  =====  ========  ========  ==================================
 
-The same three names select ``chunk-adapter verify``'s budget. ``dev`` and
-``thorough`` are accepted as older names of ``quick`` and ``hunt``.
+"budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
+and "steps" the state machines' Hypothesis settings; "liveness" the harness's
+bound on any single wait (a wait that runs out is a liveness violation);
+"explorer" the executions per library scenario and strategy. The state
+machines run under ``CHUNK_ADAPTER_PROFILE`` when no profile is named; ``ci``
+everywhere by default. ``dev`` and ``thorough`` are accepted as older names of
+``quick`` and ``hunt``.
 
-"liveness" is the harness's bound on any single wait (a wait that runs out is
-a liveness violation). ``quick`` and ``ci`` are derandomized, so a run is the
-same every time; ``hunt`` explores new sequences each run and saves failures
-in Hypothesis's example database: ``.hypothesis/`` by default, or a shared
-Redis database when ``CHUNK_ADAPTER_HYPOTHESIS_DB=redis://host:port/db`` is
-set, so CI workers and machines share every failure found. No profile takes
-data from the wall clock.
+``quick`` and ``ci`` are derandomized, so a run is the same every time;
+``hunt`` explores new sequences each run and saves failures in Hypothesis's
+example database: ``.hypothesis/`` by default, or a shared Redis database when
+``CHUNK_ADAPTER_HYPOTHESIS_DB=redis://host:port/db`` is set, so CI workers and
+machines share every failure found. No profile takes data from the wall clock.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ __all__ = [
 
 ENV = "CHUNK_ADAPTER_PROFILE"
 DB_ENV = "CHUNK_ADAPTER_HYPOTHESIS_DB"
-DEFAULT = "quick"
+DEFAULT = "ci"
 ALIASES = {"dev": "quick", "thorough": "hunt"}
 
 
@@ -54,20 +57,22 @@ class Profile:
     step_count: int
     liveness_timeout: float
     derandomize: bool
+    budget: float
+    explore_runs: int
 
 
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("quick", 100, 30, 5.0, True),
-        Profile("ci", 150, 40, 10.0, True),
-        Profile("hunt", 1000, 60, 10.0, False),
+        Profile("quick", 100, 30, 5.0, True, budget=60.0, explore_runs=25),
+        Profile("ci", 150, 40, 10.0, True, budget=150.0, explore_runs=120),
+        Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000),
     )
 }
 
 
 def current_profile(name: str | None = None) -> Profile:
-    """The profile named *name*, else by ``$CHUNK_ADAPTER_PROFILE``, else ``quick``."""
+    """The profile named *name*, else by ``$CHUNK_ADAPTER_PROFILE``, else ``ci``."""
     chosen = name if name is not None else os.environ.get(ENV, "").strip() or DEFAULT
     try:
         return PROFILES[ALIASES.get(chosen, chosen)]

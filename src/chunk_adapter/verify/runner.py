@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import UsageError
 from ..factory import load_factory
 from ..outcome import CheckResult
+from ..profiles import PROFILES as PROFILE_TABLE
 from .progress import Progress
 from .report import VerifyReport
 from .stages import STAGES, Stage
@@ -33,8 +34,8 @@ MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
 POLL = 0.25  # seconds between looks at a running worker's events
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 
-PROFILES: dict[str, float] = {"quick": 60.0, "ci": 150.0, "hunt": 1800.0}
-"""Default ``--max-seconds`` of each profile."""
+PROFILES: dict[str, float] = {name: p.budget for name, p in PROFILE_TABLE.items()}
+"""Default ``--max-seconds`` of each profile (from :data:`chunk_adapter.profiles.PROFILES`)."""
 
 
 def _replay_prefix(spec: str, profile: str, seed: int) -> str:
