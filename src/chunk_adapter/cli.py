@@ -14,7 +14,7 @@ from .factory import REFERENCE
 __all__ = ["main"]
 
 ADAPTER_HELP = (
-    "the adapter factory to verify, as package.module:factory, called as "
+    "the adapter factory, as package.module:factory, called as "
     "factory(connector, *, stage_id, src_stage_id=None, build_payload=None) "
     f"(default: the reference adapter, {REFERENCE})"
 )
@@ -82,13 +82,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     again = commands.add_parser("replay", help="re-run a counterexample that verify reported")
     again.add_argument("string", help="the replay string (explore:..., stateful:..., stress:...)")
-    again.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
+    again.add_argument(
+        "--adapter",
+        default=REFERENCE,
+        help="the adapter to replay the counterexample against (the one verify reported on, "
+        "or its fixed version), as package.module:factory",
+    )
     bench = commands.add_parser(
         "bench", help="benchmark the adapter per connector, polling vs event-driven"
     )
     bench.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
     bench.add_argument(
-        "--connector", action="append", help="connector to bench (repeatable; default: all)"
+        "--connector",
+        action="append",
+        choices=["memory", "shm", "redis"],
+        help="connector to bench: memory, shm or redis (repeatable; default: all)",
     )
     bench.add_argument("--quick", action="store_true", help="smaller sizes (about 20 s)")
     return parser

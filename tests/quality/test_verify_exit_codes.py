@@ -124,3 +124,12 @@ def test_the_pytest_plugin_exits_3_when_a_stage_is_inconclusive() -> None:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 3, out
     assert "INCONCLUSIVE" in out, out
+
+
+def test_verify_leaves_no_hypothesis_directory_in_the_users_tree(tmp_path: Path) -> None:
+    code, out = run_cli(
+        tmp_path, "--adapter", "chunk_adapter.adapter:ChunkAdapter", "--stage", "stateful",
+        "--max-seconds", "6",
+    )  # fmt: skip
+    assert code in (0, 3), out
+    assert not (tmp_path / ".hypothesis").exists(), sorted(p.name for p in tmp_path.iterdir())

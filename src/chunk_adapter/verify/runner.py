@@ -32,6 +32,8 @@ __all__ = ["MARGIN", "PROFILES", "UsageError", "verify"]
 
 MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
 POLL = 0.25  # seconds between looks at a running worker's events
+HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "chunk-adapter-hypothesis")
+"""Hypothesis's storage for the quick and ci profiles (not ``.hypothesis/`` in the user's tree)."""
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 
 PROFILES: dict[str, float] = {name: p.budget for name, p in PROFILE_TABLE.items()}
@@ -95,6 +97,8 @@ def _worker(
         command += ["--substitute", module]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if profile != "hunt":  # only hunt keeps examples; the others leave the user's tree alone
+        env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", HYPOTHESIS_HOME)
     tail = _Tail(path)
     deadline = time.monotonic() + seconds + MARGIN
     killed = False
