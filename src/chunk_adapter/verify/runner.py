@@ -180,6 +180,14 @@ def _run_stage(
     return results
 
 
+def _not_reached(report: VerifyReport, stage: Stage, profile: str, why: str) -> None:
+    """A ``skip`` result for each check *stage* plans that has no result yet."""
+    seen = {r.name for r in report.results if r.stage == stage.name}
+    for name in stage.plan(profile):
+        if name not in seen:
+            report.results.append(CheckResult(stage.name, name, (), "skip", f"not reached: {why}"))
+
+
 def verify(
     spec: str,
     *,
@@ -228,6 +236,7 @@ def verify(
                     "(--max-seconds)", coverage="not started",
                 )
             )  # fmt: skip
+            _not_reached(report, stage, profile, "no budget was left for the stage")
             continue
         share = left * stage.share if index < len(chosen) else left
         if progress is not None:
@@ -240,7 +249,18 @@ def verify(
         results = _run_stage(stage, spec, profile, seed, share, substitute, progress)
         report.results.extend(results)
         report.stages_run.append(stage.name)
-        if not keep_going and any(r.verdict == "fail" for r in results):
+        stopped = any(r.verdict == "fail" for r in results)
+        _not_reached(
+            report, stage, profile,
+            "the stage ended at its first confirmed violation" if stopped
+            else "the stage stopped before it (see the stage's inconclusive result)",
+        )  # fmt: skip
+        if stopped and not keep_going:
+            for later in chosen[index:]:
+                _not_reached(
+                    report, later, profile,
+                    "an earlier stage found a confirmed violation (--keep-going runs every stage)",
+                )  # fmt: skip
             break
     report.seconds = time.monotonic() - start
     if progress is not None:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..examples import EXAMPLES
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext
-from .probes import run_probes
+from .probes import PROBES, run_probes
 
-__all__ = ["examples"]
+__all__ = ["examples", "examples_plan"]
 
 
 def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
     yield from run_probes(factory, f"{ctx.replay_prefix} --stage examples", ctx.announce)
+
+
+def examples_plan(profile: str) -> list[str]:
+    """The checks the examples stage runs, in order (the same under every profile)."""
+    return [e.__name__.replace("_", " ") for e in EXAMPLES] + [name for name, _, _ in PROBES]

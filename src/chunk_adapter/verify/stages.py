@@ -27,11 +27,20 @@ class Stage:
     target: str  # "module:function", imported in the worker only
     share: float  # share of the remaining budget this stage may use
     what: str
+    plan_target: str = ""  # "module:function": profile -> the names of the checks it runs
 
     def load(self) -> StageFn:
         module, attr = self.target.split(":")
         fn: StageFn = getattr(importlib.import_module(module), attr)
         return fn
+
+    def plan(self, profile: str) -> list[str]:
+        """The names of the checks this stage runs under *profile*, in order ([] if unknown)."""
+        if not self.plan_target:
+            return []
+        module, attr = self.plan_target.split(":")
+        names: list[str] = getattr(importlib.import_module(module), attr)(profile)
+        return names
 
 
 STAGES: tuple[Stage, ...] = (
@@ -40,6 +49,7 @@ STAGES: tuple[Stage, ...] = (
         "chunk_adapter.verify.stage_fns:examples",
         0.10,
         "worked examples and per-rule probes",
+        "chunk_adapter.verify.stage_fns:examples_plan",
     ),
     Stage("stress", "chunk_adapter.stress.stage:run_stage", 0.30, "stress and fault injection"),
     Stage("stateful", "chunk_adapter.stateful.stage:run_stage", 0.45, "Hypothesis state machines"),
