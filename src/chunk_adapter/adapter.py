@@ -1,8 +1,10 @@
-"""The reference ChunkAdapter (docs/contract.md, rules R1–R23).
+"""The reference ChunkAdapter (docs/contract.md, rules R1–R23 and R25–R28).
 
 The scheduler thread calls ``save_async``, ``cancel_sender``, ``load_async``,
 ``poll_ready`` and ``cleanup_receiver`` and never waits; a SAVE thread builds
-payloads and puts them, a RECV thread gets chunks and commits them.
+payloads and puts them, a RECV thread gets chunks and commits them. This
+module builds the adapter and stops it; the two halves live in
+:mod:`._adapter_send` and :mod:`._adapter_recv`.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ._validate import check_final, check_request_id, check_stage, non_negative, positive
-from .connectors.base import Connector, chunk_key, subscription
-from .errors import AdapterStopped, InvalidType, InvalidValue, SnapshotError
+from ._adapter_recv import ReceiverSide
+from ._adapter_send import SenderSide
+from ._validate import check_stage, non_negative, optional_positive, positive, short_repr
+from .connectors.base import Connector, subscription
+from .errors import InvalidType, InvalidValue
 from .runtime import Runtime, ThreadingRuntime, ThreadLike
 from .stats import AdapterStats
 
@@ -34,6 +38,13 @@ _SEND_COUNTERS = (
     "dropped_put_failed",
     "build_failures",
     "skipped_none",
+    "put_rejected",
+    "dropped_put_rejected",
+    "finals_degraded",
+    "finals_failed",
+    "abandoned",
+    "abandoned_finals",
+    "cancels_idle",
 )
 _RECV_COUNTERS = (
     "gets",
@@ -42,6 +53,7 @@ _RECV_COUNTERS = (
     "committed",
     "stale_discarded",
     "stale_entries_dropped",
+    "stalls_reported",
 )
 RECV_THREAD = "chunk-adapter-recv"
 
@@ -50,8 +62,15 @@ def _default_build(request_id: str, snapshot: Any, is_final: bool) -> Any:
     return snapshot
 
 
-class ChunkAdapter:
+class ChunkAdapter(SenderSide, ReceiverSide):
     """Moves per-request chunks between pipeline stages through a connector.
+
+    Options beyond the contract's (docs/contract.md R25–R28): ``put_retry_window``
+    (seconds, default ``None``) spreads a non-final's ``put_tries`` tries over
+    that long, so a short outage costs no chunk; ``exit_drain_timeout`` (5 s)
+    bounds how long ``with`` waits for saved chunks to be put before stopping;
+    ``stall_timeout`` (30 s, ``None`` for off) reports a registration that
+    makes no progress for that long. Every timeout is a finite number.
 
     Invariants (``check_invariants`` asserts them; each holds whenever the lock
     that guards it is free):
@@ -60,6 +79,9 @@ class ChunkAdapter:
       S1. ``_next_send_id`` values are >= 1: a request is in it only after its
           first successful non-final put; absent means "next id is 0" (R9, R11).
       S2. The FIFO holds ``(request_id, snapshot, is_final)`` in save order (R5).
+      S3. ``_done <= _saved``; ``_saved - _done`` is the FIFO's length plus one
+          while an item is in flight (``_in_flight``), until stop() empties the
+          FIFO (R26); ``_queued`` counts the FIFO's items per request.
 
     Receiver, under ``_recv_lock``:
       V1. ``_tokens`` and ``_next_recv_id`` have the same keys (registered ids).
@@ -67,6 +89,7 @@ class ChunkAdapter:
       V3. No two polling-queue entries carry the same current token (R16); an
           entry whose token is no longer current is dropped when the RECV thread
           reaches it, and an entry is not put back once its final is committed (R13).
+      V4. ``_progress_at`` and ``_stalled`` hold registered ids only (R28).
     """
 
     def __init__(
@@ -87,24 +110,32 @@ class ChunkAdapter:
         logger: logging.Logger | None = None,
         event_driven: bool | None = None,
         repoll_interval: float = 0.5,
+        put_retry_window: float | None = None,
+        exit_drain_timeout: float = 5.0,
+        stall_timeout: float | None = 30.0,
     ) -> None:
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
         ):
             raise InvalidType(
-                f"connector must have put(key, value) and get(key) methods, got {connector!r}"
+                "connector must have put(key, value) and get(key) methods, got "
+                f"{short_repr(connector)}"
             )
         self.stage_id = check_stage("stage_id", stage_id)
         self.src_stage_id = (
             self.stage_id - 1 if src_stage_id is None else check_stage("src_stage_id", src_stage_id)
         )
         if build_payload is not None and not callable(build_payload):
-            raise InvalidType(f"build_payload must be callable or None, got {build_payload!r}")
+            raise InvalidType(
+                f"build_payload must be callable or None, got {short_repr(build_payload)}"
+            )
         if not callable(snapshot):
-            raise InvalidType(f"snapshot must be callable (e.g. copy.deepcopy), got {snapshot!r}")
+            raise InvalidType(
+                f"snapshot must be callable (e.g. copy.deepcopy), got {short_repr(snapshot)}"
+            )
         if isinstance(put_tries, bool) or not isinstance(put_tries, int) or put_tries < 1:
             raise InvalidValue(
-                f"put_tries counts every try and must be an int >= 1, got {put_tries!r}"
+                f"put_tries counts every try and must be an int >= 1, got {short_repr(put_tries)}"
             )
         self.connector = connector
         self.build_payload: BuildPayload = build_payload or _default_build
@@ -115,13 +146,16 @@ class ChunkAdapter:
         self.put_tries = put_tries
         self.put_backoff = non_negative("put_backoff", put_backoff)
         self.put_backoff_max = non_negative("put_backoff_max", put_backoff_max)
+        self.put_retry_window = optional_positive("put_retry_window", put_retry_window)
+        self.exit_drain_timeout = non_negative("exit_drain_timeout", exit_drain_timeout)
+        self.stall_timeout = optional_positive("stall_timeout", stall_timeout)
         self.snapshot = snapshot
         self.log = logger if logger is not None else logging.getLogger("chunk_adapter")
         subscribe = subscription(connector)
         if event_driven and subscribe is None:
             raise InvalidValue(
-                f"event_driven=True needs a connector with subscribe(callback); {connector!r} "
-                "has none. Pass event_driven=None to poll such connectors"
+                "event_driven=True needs a connector with subscribe(callback); "
+                f"{short_repr(connector)} has none. Pass event_driven=None to poll such connectors"
             )
         self.event_driven = subscribe is not None and event_driven is not False
         self.repoll_interval = positive("repoll_interval", repoll_interval)
@@ -131,19 +165,38 @@ class ChunkAdapter:
         # Its wait() is also the interruptible sleep for put backoff and idle rounds.
         self._stop = rt.Event()
 
-        # Guards the sender state: _fifo, _next_send_id, _cancelled and the send
-        # counters. Held only briefly, never while building or putting.
+        # Guards the sender state: _fifo, _next_send_id, _cancelled, _queued, _saved, _done,
+        # _in_flight, _abandoned_seq, _idle_cancel_logged and the send counters.
+        # Held only briefly, never while building or putting.
         self._send_lock = rt.Lock()
         # Over _send_lock. The SAVE thread waits on it for a non-empty FIFO or
         # stop; save_async notifies after appending, stop() notifies all.
         self._send_cond = rt.Condition(self._send_lock)
+        # Over _send_lock. flush() waits on it until the SAVE thread has finished
+        # every item saved before the call; the SAVE thread notifies all after each
+        # item, stop() notifies all.
+        self._drained_cond = rt.Condition(self._send_lock)
         self._fifo: deque[tuple[str, Any, bool]] = deque()
         self._next_send_id: dict[str, int] = {}
         self._cancelled: set[str] = set()
+        # How many FIFO items each request has (absent: none), so cancel_sender can
+        # tell an open stream from a closed one in O(1).
+        self._queued: dict[str, int] = {}
+        # Items ever appended to the FIFO / ever finished by the SAVE thread (put,
+        # dropped, skipped, failed or abandoned): flush() waits for _done >= _saved.
+        self._saved = 0
+        self._done = 0
+        # The item the SAVE thread is working on: (seq, request_id, is_final), and
+        # the seq of the last in-flight item counted as abandoned (counted once,
+        # by stop() or by the SAVE thread, whichever sees it first).
+        self._in_flight: tuple[int, str, bool] | None = None
+        self._abandoned_seq = -1
+        self._idle_cancel_logged = False
 
-        # Guards the receiver state: _tokens, _next_recv_id, _ready, _queue and
-        # the recv counters. Held only briefly, never while calling get. The
-        # token check and the commit happen under it together (R16).
+        # Guards the receiver state: _tokens, _next_recv_id, _ready, _queue,
+        # _progress_at, _stalled, _awaited, _recv_signal, _get_failed and the recv
+        # counters. Held only briefly, never while calling get. The token check and
+        # the commit happen under it together (R16).
         self._recv_lock = rt.Lock()
         # Over _recv_lock. The RECV thread waits on it for a non-empty polling
         # queue or stop; load_async notifies after queueing, stop() notifies all.
@@ -152,6 +205,10 @@ class ChunkAdapter:
         self._next_recv_id: dict[str, int] = {}
         self._ready: dict[str, list[dict[str, Any]]] = {}
         self._queue: deque[tuple[str, object]] = deque()
+        # Stall report (R28): when each unfinished registration last made progress
+        # (registered, or committed a chunk), and which of them were reported.
+        self._progress_at: dict[str, float] = {}
+        self._stalled: set[str] = set()
         # Event-driven receive: keys the RECV thread is about to get or found
         # empty, and a counter bumped (and _recv_cond notified) by load_async
         # and by a put notification for one of those keys.
@@ -174,262 +231,21 @@ class ChunkAdapter:
             rt.start_thread(self._recv_loop, RECV_THREAD),
         ]
 
-    # ------------------------------------------------------------------ sender
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4)."""
-        check_request_id(request_id, "save_async")
-        check_final(is_final, "save_async")
-        self._check_running("save_async")
-        try:
-            snap = self.snapshot(obj)
-        except Exception as exc:
-            raise SnapshotError(
-                f"save_async({request_id!r}): cannot snapshot {type(obj).__name__} object "
-                f"{obj!r:.80}: {exc}. Nothing was queued; pass an object the snapshot "
-                "function can copy, or give the adapter snapshot=<a function that can>"
-            ) from exc
-        with self._send_cond:
-            self._check_running("save_async")
-            self._fifo.append((request_id, snap, is_final))
-            self._send_cond.notify()
-
-    def cancel_sender(self, request_id: str) -> None:
-        """Drop the request's non-final chunks; its final goes out with data None (R6)."""
-        check_request_id(request_id, "cancel_sender")
-        with self._send_lock:
-            self._check_running("cancel_sender")
-            self._cancelled.add(request_id)
-
-    def _save_loop(self) -> None:
-        while True:
-            with self._send_cond:
-                while not self._fifo and not self._stop.is_set():
-                    self._send_cond.wait(self.wait_timeout)
-                if self._stop.is_set():
-                    return
-                request_id, snap, is_final = self._fifo.popleft()
-                cancelled = request_id in self._cancelled
-            try:
-                self._send_one(request_id, snap, is_final, cancelled)
-            except Exception:  # a bug of ours must not kill the thread either (R22)
-                self.log.exception("SAVE thread: unexpected error on %r; continuing", request_id)
-
-    def _send_one(self, request_id: str, snap: Any, is_final: bool, cancelled: bool) -> None:
-        """Build (outside every lock) and put one chunk (R6, R7, R8)."""
-        if cancelled and not is_final:
-            self._count_send("dropped_cancelled")
-            return
-        payload: Any = None
-        if not cancelled:
-            try:
-                payload = self.build_payload(request_id, snap, is_final)
-            except Exception:
-                self.log.exception("build_payload failed for %r (final=%s)", request_id, is_final)
-                self._count_send("build_failures")
-                if not is_final:
-                    self._count_send("dropped_build_failed")
-                    return
-                payload = None
-            if payload is None and not is_final:
-                self._count_send("skipped_none")
-                return
-        self._put_with_retries(request_id, {"data": payload, "finished": is_final}, is_final)
-
-    def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        """Put under the stream's next id; the id advances only on success (R9, R10, R11)."""
-        tries = 0
-        while True:
-            with self._send_lock:
-                chunk_id = self._next_send_id.get(request_id, 0)
-            if self._stop.is_set():
-                return  # no put starts once stop() has begun (R18)
-            key = chunk_key(request_id, self.stage_id, chunk_id)
-            try:
-                self.connector.put(key, value)
-            except Exception as exc:
-                tries += 1
-                self._count_send("put_failures")
-                if not is_final and tries >= self.put_tries:
-                    self.log.warning("dropping %s after %d failed puts: %r", key, tries, exc)
-                    self._count_send("dropped_put_failed")
-                    return
-                self.log.info("put %s failed (try %d): %r; retrying", key, tries, exc)
-                self._count_send("put_retries")
-                if self._stop.wait(min(self.put_backoff * 2 ** (tries - 1), self.put_backoff_max)):
-                    return
-                continue
-            with self._send_lock:
-                self._send_counts["chunks_put"] += 1
-                if is_final:
-                    self._send_counts["finals_put"] += 1
-                    self._next_send_id.pop(request_id, None)
-                    self._cancelled.discard(request_id)
-                else:
-                    self._next_send_id[request_id] = chunk_id + 1
-            return
-
-    def _count_send(self, name: str) -> None:
-        with self._send_lock:
-            self._send_counts[name] += 1
-
-    # ---------------------------------------------------------------- receiver
-    def load_async(self, request_id: str) -> None:
-        """Register *request_id* for receiving; idempotent while registered (R12)."""
-        check_request_id(request_id, "load_async")
-        with self._recv_cond:
-            self._check_running("load_async")
-            if request_id in self._tokens:
-                return
-            token = object()
-            self._tokens[request_id] = token
-            self._next_recv_id[request_id] = 0
-            self._queue.append((request_id, token))
-            self._recv_signal += 1
-            self._recv_cond.notify()
-
-    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
-        """Swap out everything committed since the last call (R14, R15)."""
-        with self._recv_lock:
-            ready, self._ready = self._ready, {}
-        return ready
-
-    def cleanup_receiver(self, request_id: str) -> None:
-        """Forget the registration and its ready chunks: a commit fence (R16)."""
-        check_request_id(request_id, "cleanup_receiver")
-        with self._recv_lock:
-            self._tokens.pop(request_id, None)
-            next_id = self._next_recv_id.pop(request_id, None)
-            self._ready.pop(request_id, None)
-            if next_id is not None:
-                self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
-
-    def _on_put(self, key: str) -> None:
-        """Subscription callback: wake the RECV thread if it awaits *key*."""
-        with self._recv_cond:
-            if key in self._awaited:
-                self._recv_signal += 1
-                self._recv_cond.notify()
-
-    def _recv_loop(self) -> None:
-        try:
-            self._recv_rounds()
-        finally:
-            if self._unsubscribe is not None:
-                self._unsubscribe()
-
-    def _recv_rounds(self) -> None:
-        while True:
-            with self._recv_cond:
-                while not self._queue and not self._stop.is_set():
-                    self._recv_cond.wait(self.wait_timeout)
-                if self._stop.is_set():
-                    return
-                entries = len(self._queue)
-                signal = self._recv_signal
-                self._get_failed = False
-            if self._subscribe is not None:
-                self._start_subscription()
-            try:
-                progress = self._recv_round(entries)
-            except Exception:  # a bug of ours must not kill the thread either (R22)
-                self.log.exception("RECV thread: unexpected error; continuing")
-                progress = False
-            if not progress and self._idle(signal):
-                return
-
-    def _start_subscription(self) -> None:
-        """Subscribe to put notifications (once); fall back to polling if that fails."""
-        subscribe, self._subscribe = self._subscribe, None
-        try:
-            self._unsubscribe = subscribe(self._on_put) if subscribe is not None else None
-        except Exception:
-            self.log.exception("subscribe failed; receiving by polling instead")
-            self.event_driven = False
-
-    def _idle(self, signal: int) -> bool:
-        """Pause after a round without progress (R17); True once stop() was called.
-
-        Polling: sleep ``idle_backoff``. Event-driven: wait until a put of an
-        awaited key or a load_async bumped the signal, re-polling after
-        ``repoll_interval`` anyway, so a lost notification costs latency only.
-        Each wait is at most ``wait_timeout`` and re-checks (R20).
-        """
-        with self._recv_lock:
-            retry_soon = self._get_failed
-        if not self.event_driven or retry_soon:
-            return self._stop.wait(self.idle_backoff)
-        deadline = self.runtime.monotonic() + self.repoll_interval
-        with self._recv_cond:
-            while self._recv_signal == signal and not self._stop.is_set():
-                remaining = deadline - self.runtime.monotonic()
-                if remaining <= 0:
-                    break
-                self._recv_cond.wait(min(remaining, self.wait_timeout))
-        return self._stop.is_set()
-
-    def _recv_round(self, entries: int) -> bool:
-        """Poll each of the first *entries* queue entries once (R13, R17)."""
-        progress = False
-        for _ in range(entries):
-            if self._stop.is_set():
-                return progress
-            with self._recv_lock:
-                if not self._queue:
-                    return progress
-                request_id, token = self._queue.popleft()
-                if self._tokens.get(request_id) is not token:
-                    self._recv_counts["stale_entries_dropped"] += 1
-                    continue
-                chunk_id = self._next_recv_id[request_id]
-                key = chunk_key(request_id, self.src_stage_id, chunk_id)
-                if self.event_driven:
-                    self._awaited.add(key)
-            progress = self._poll_one(request_id, token, key, chunk_id) or progress
-        return progress
-
-    def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
-        """One get of *key* outside the lock, then check the token and commit under it (R16)."""
-        value: Any = None
-        failed = False
-        try:
-            value = self.connector.get(key)
-        except Exception as exc:
-            self.log.info("get %s failed: %r; will retry", key, exc)
-            failed = True
-        if value is not None and not isinstance(value, dict):
-            self.log.warning("get %s returned %r, not a dict; ignoring it", key, value)
-            value, failed = None, True
-        with self._recv_lock:
-            self._recv_counts["gets"] += 1
-            if failed:
-                self._recv_counts["get_failures"] += 1
-                self._get_failed = True
-            elif value is None:
-                self._recv_counts["gets_empty"] += 1
-            current = self._tokens.get(request_id) is token
-            if value is None:
-                if current:
-                    self._queue.append((request_id, token))
-                else:
-                    self._awaited.discard(key)
-                return False
-            self._awaited.discard(key)
-            if not current:
-                self._recv_counts["stale_discarded"] += 1
-                return False
-            self._ready.setdefault(request_id, []).append(value)
-            self._next_recv_id[request_id] = chunk_id + 1
-            self._recv_counts["committed"] += 1
-            if not value.get("finished"):
-                self._queue.append((request_id, token))
-            return True
-
     # ---------------------------------------------------------------- lifecycle
-    def stop(self) -> None:
-        """Wake and join both threads against one deadline; idempotent (R18, R19)."""
+    def stop(self, drain_timeout: float = 0.0) -> None:
+        """Wake and join both threads against one deadline; idempotent (R18, R19).
+
+        With ``drain_timeout`` > 0 it first waits up to that long for every chunk
+        saved so far to be put or counted (:meth:`flush`). What stop() gives up —
+        chunks still queued, and the one in flight if its thread is still blocked
+        — is counted in ``stats()`` (``abandoned``, ``abandoned_finals``) and
+        logged at WARNING (R26).
+        """
+        if drain_timeout and not self._stop.is_set():
+            self.flush(drain_timeout)
         first = not self._stop.is_set()
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
+        for cond in (self._send_cond, self._recv_cond, self._drained_cond):
             with cond:
                 cond.notify_all()
         deadline = self.runtime.monotonic() + (self.join_timeout if first else 0.0)
@@ -442,17 +258,21 @@ class ChunkAdapter:
                 ", ".join(alive),
                 self.join_timeout,
             )
-
-    def _check_running(self, call: str) -> None:
-        if self._stop.is_set():
-            raise AdapterStopped(
-                f"{call}: this adapter was stopped; create a new ChunkAdapter to send or receive"
-            )
+        if first:
+            self._count_abandoned()
 
     def __enter__(self) -> ChunkAdapter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        """Drain for up to ``exit_drain_timeout`` seconds, then stop (R26).
+
+        No drain when leaving on a ``KeyboardInterrupt``-like ``BaseException``.
+        """
+        exc = exc_info[0] if exc_info else None
+        draining = exc is None or (isinstance(exc, type) and issubclass(exc, Exception))
+        if draining and self.exit_drain_timeout > 0 and not self._stop.is_set():
+            self.flush(self.exit_drain_timeout)
         self.stop()
 
     def stats(self) -> AdapterStats:
@@ -460,11 +280,15 @@ class ChunkAdapter:
         with self._send_lock:
             counts = dict(self._send_counts)
             counts["save_queue_depth"] = len(self._fifo)
+            counts["save_in_flight"] = int(self._in_flight is not None)
+            counts["cancel_marks"] = len(self._cancelled)
+            counts["open_streams"] = len(self._next_send_id)
         with self._recv_lock:
             counts.update(self._recv_counts)
             counts["poll_queue_depth"] = len(self._queue)
             counts["registered"] = len(self._tokens)
             counts["ready_chunks"] = sum(len(v) for v in self._ready.values())
+            counts["stalled"] = len(self._stalled)
         return AdapterStats(**counts)
 
     def threads(self) -> list[ThreadLike]:
@@ -472,16 +296,25 @@ class ChunkAdapter:
         return list(self._threads)
 
     def check_invariants(self) -> None:
-        """Assert the class invariants S1, V1–V3 (an AssertionError is a bug here)."""
+        """Assert the class invariants S1–S3, V1–V4 (an AssertionError is a bug here)."""
         with self._send_lock:
             bad = {r: i for r, i in self._next_send_id.items() if i < 1}
             assert not bad, f"S1: next send ids must be >= 1 when present: {bad}"
+            if not self._stop.is_set():
+                pending = len(self._fifo) + (self._in_flight is not None)
+                assert self._saved - self._done == pending, (
+                    f"S3: {self._saved} saved - {self._done} done != {pending} pending"
+                )
+                queued = sum(self._queued.values())
+                assert queued == len(self._fifo), f"S3: {queued} counted != {len(self._fifo)}"
         with self._recv_lock:
             assert self._tokens.keys() == self._next_recv_id.keys(), "V1: tokens vs next ids"
             stray = [r for r, v in self._ready.items() if r not in self._tokens or not v]
             assert not stray, f"V2: ready lists for unregistered or empty requests: {stray}"
             live = [id(t) for r, t in self._queue if self._tokens.get(r) is t]
             assert len(live) == len(set(live)), "V3: a registration has two queue entries"
+            gone = (self._progress_at.keys() | self._stalled) - self._tokens.keys()
+            assert not gone, f"V4: stall state for unregistered requests: {gone}"
 
     def __repr__(self) -> str:
         state = "stopped" if self._stop.is_set() else "running"

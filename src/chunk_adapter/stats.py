@@ -19,14 +19,33 @@ class AdapterStats:
     ``build_failures`` (every build that raised, final or not),
     ``skipped_none`` (non-final chunks whose payload was ``None``).
 
+    Permanent put errors (R25): ``put_rejected`` (puts that failed with an
+    error retrying cannot fix; each is also in ``put_failures``, never in
+    ``put_retries``), ``dropped_put_rejected`` (non-finals dropped because of
+    one), ``finals_degraded`` (finals put with data ``None`` because their
+    payload was refused), ``finals_failed`` (finals refused even with data
+    ``None``: streams whose receiver never sees the end).
+
+    Stopping (R26): ``abandoned`` (saved chunks ``stop()`` gave up: still
+    queued, or in flight with their thread stopped or blocked — one blocked
+    inside ``put`` may still complete), ``abandoned_finals`` (how many of them
+    were finals). Cancels (R6): ``cancels_idle`` (``cancel_sender`` calls for a
+    request with no open stream; each mark cuts the next stream of that id).
+
     Receiver: ``gets`` (every get, whatever it returned), ``gets_empty`` (gets
     that found nothing), ``get_failures`` (gets that raised or returned a
     non-dict), ``committed`` (chunks made ready), ``stale_discarded`` (values
     fetched for a registration that was cleaned up meanwhile),
-    ``stale_entries_dropped`` (polling-queue entries of a gone registration).
+    ``stale_entries_dropped`` (polling-queue entries of a gone registration),
+    ``stalls_reported`` (registrations reported for making no progress for
+    ``stall_timeout`` seconds, R28).
 
     Depths, at the moment of the snapshot: ``save_queue_depth``,
-    ``poll_queue_depth``, ``registered``, ``ready_chunks``.
+    ``save_in_flight`` (1 while the SAVE thread works on a chunk: a flush is
+    done when both are 0), ``cancel_marks``, ``open_streams`` (requests with
+    a chunk put and the final not yet), ``poll_queue_depth``, ``registered``,
+    ``ready_chunks``, ``stalled`` (registrations reported stalled and still
+    without progress).
     """
 
     chunks_put: int = 0
@@ -38,21 +57,43 @@ class AdapterStats:
     dropped_put_failed: int = 0
     build_failures: int = 0
     skipped_none: int = 0
+    put_rejected: int = 0
+    dropped_put_rejected: int = 0
+    finals_degraded: int = 0
+    finals_failed: int = 0
+    abandoned: int = 0
+    abandoned_finals: int = 0
+    cancels_idle: int = 0
     gets: int = 0
     gets_empty: int = 0
     get_failures: int = 0
     committed: int = 0
     stale_discarded: int = 0
     stale_entries_dropped: int = 0
+    stalls_reported: int = 0
     save_queue_depth: int = 0
+    save_in_flight: int = 0
+    cancel_marks: int = 0
+    open_streams: int = 0
     poll_queue_depth: int = 0
     registered: int = 0
     ready_chunks: int = 0
+    stalled: int = 0
 
     @property
     def dropped(self) -> int:
         """Every non-final chunk the sender gave up without a put (skips excluded)."""
-        return self.dropped_cancelled + self.dropped_build_failed + self.dropped_put_failed
+        return (
+            self.dropped_cancelled
+            + self.dropped_build_failed
+            + self.dropped_put_failed
+            + self.dropped_put_rejected
+        )
+
+    @property
+    def save_pending(self) -> int:
+        """Saved chunks the SAVE thread has not finished yet (queued + in flight)."""
+        return self.save_queue_depth + self.save_in_flight
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -55,13 +55,42 @@ def test_round_trip_returns_an_equal_value_and_consumes_it(conn: RedisConnector,
 def test_keys_are_namespaced_by_the_prefix(redis_server: RedisServer, redis_prefix: str) -> None:
     with (
         RedisConnector(url=redis_server.url, prefix=redis_prefix) as a,
-        RedisConnector(url=redis_server.url, prefix=redis_prefix + "other:") as b,
+        RedisConnector(url=redis_server.url, prefix=redis_prefix[:-1] + "-other") as b,
     ):
         a.put("k", {"data": 1, "finished": True})
         assert a.client.exists((redis_prefix + "k").encode()) == 1
         assert b.get("k") is None
         assert b.keys() == [] and a.keys() == ["k"]
         assert a.get("k") == {"data": 1, "finished": True}
+
+
+def test_a_prefix_that_extends_another_never_sees_its_keys(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Issue 12 point 7: prefixes ``job`` and ``job1`` read each other's keys, and
+    ``purge()`` of one deleted the other's ("job" + "1k_0_0" is "job1" + "k_0_0")."""
+    name = redis_prefix[:-1]
+    with (
+        RedisConnector(url=redis_server.url, prefix=name) as job,
+        RedisConnector(url=redis_server.url, prefix=name + "1") as job1,
+    ):
+        assert job.prefix == redis_prefix, "'job' and 'job:' are one prefix"
+        try:
+            job.put("1k_0_0", {"data": "job's", "finished": True})
+            job1.put("k_0_0", {"data": "job1's", "finished": True})
+            assert job1.keys() == ["k_0_0"] and job.keys() == ["1k_0_0"]
+            assert job1.purge() == 1
+            assert job.get("1k_0_0") == {"data": "job's", "finished": True}
+        finally:
+            job1.purge()
+
+
+@pytest.mark.parametrize("prefix", ["a:b", "a:b:", ":", "::"])
+def test_a_prefix_with_a_colon_inside_is_rejected_naming_the_fix(
+    redis_server: RedisServer, prefix: str
+) -> None:
+    with pytest.raises(InvalidValue, match=r"no ':' inside.*Use e.g."):
+        RedisConnector(url=redis_server.url, prefix=prefix)
 
 
 def test_values_carry_the_ttl(redis_server: RedisServer, redis_prefix: str) -> None:

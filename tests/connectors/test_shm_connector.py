@@ -173,8 +173,17 @@ def test_a_key_that_is_not_a_str_is_a_type_error(shm_namespace: str) -> None:
 def test_a_put_never_overwrites_an_unconsumed_value(shm_namespace: str) -> None:
     with SharedMemoryConnector(shm_namespace) as conn:
         conn.put("k", {"data": "first", "finished": False})
-        with pytest.raises(KeyOccupied, match=r"'k'.*nothing was stored.*purge\(\)"):
+        with pytest.raises(
+            KeyOccupied, match=r"'k'.*this connector put.*nothing was stored"
+        ) as own:
             conn.put("k", {"data": "second", "finished": False})
+        assert not own.value.permanent, "our own unread value: its reader will free the key"
+        with (
+            SharedMemoryConnector(shm_namespace) as other,
+            pytest.raises(KeyOccupied, match=r"'k'.*another connector.*purge\(\)") as foreign,
+        ):
+            other.put("k", {"data": "other", "finished": False})
+        assert foreign.value.permanent, "someone else's value: retrying cannot help (R25)"
         assert conn.get("k") == {"data": "first", "finished": False}
         conn.put("k", {"data": "third", "finished": True})  # consumed: the key is free again
         assert conn.get("k") == {"data": "third", "finished": True}

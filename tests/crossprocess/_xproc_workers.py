@@ -333,3 +333,20 @@ def _spin_reader(namespace: str, keys: list[str], pipe: Connection) -> None:
                 raise TimeoutError(f"{key!r} never arrived")
         seen.append(digest(value))
     pipe.send(("seen", {"digests": seen, "misses": misses}))
+
+
+def default_namespace_put_main(new_session: bool, key: str, pipe: Connection) -> None:
+    """Put *key* through a connector on the default namespace, optionally from a new
+    session (another process group: an unrelated pipeline); answer its namespace."""
+    import os
+
+    from chunk_adapter.connectors.shm import SharedMemoryConnector
+
+    def body() -> None:
+        if new_session:
+            os.setsid()
+        conn = SharedMemoryConnector()
+        conn.put(key, {"data": os.getpid(), "finished": True})
+        pipe.send(("namespace", conn.namespace))  # left for the parent; it purges
+
+    _guard(pipe, body)

@@ -9,7 +9,15 @@ with ``notify=True`` they (and ``MemoryConnector``) offer ``subscribe`` for
 event-driven receive.
 """
 
-from .base import Connector, NotifyingConnector, chunk_key, subscription
+from .base import (
+    Connector,
+    NotifyingConnector,
+    PermanentError,
+    ValueTooLarge,
+    chunk_key,
+    is_permanent,
+    subscription,
+)
 from .builders import GatedBuilder, identity_build
 from .doorbell import Doorbell
 from .faults import FaultRule, FaultyConnector
@@ -17,11 +25,12 @@ from .gates import Gate, GatedConnector
 from .memory import MemoryConnector
 from .recording import RecordingConnector
 from .redis import RedisConnector, RedisConnectorError, RedisNotInstalled
-from .serialization import PICKLE, SerializationError, Serializer
-from .shm import KeyOccupied, SharedMemoryConnector, ShmCorrupt
+from .serialization import PICKLE, SAFE, SerializationError, Serializer
+from .shm import KeyOccupied, SharedMemoryConnector, ShmCorrupt, ShmForeign
 
 __all__ = [
     "PICKLE",
+    "SAFE",
     "Connector",
     "Doorbell",
     "FaultRule",
@@ -32,6 +41,7 @@ __all__ = [
     "KeyOccupied",
     "MemoryConnector",
     "NotifyingConnector",
+    "PermanentError",
     "RecordingConnector",
     "RedisConnector",
     "RedisConnectorError",
@@ -40,7 +50,10 @@ __all__ = [
     "Serializer",
     "SharedMemoryConnector",
     "ShmCorrupt",
+    "ShmForeign",
+    "ValueTooLarge",
     "chunk_key",
     "identity_build",
+    "is_permanent",
     "subscription",
 ]

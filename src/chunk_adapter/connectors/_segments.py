@@ -18,7 +18,7 @@ from typing import Protocol
 
 from ..errors import ConnectorError
 
-__all__ = ["Segment", "UntrackedSegment", "attach", "reserve", "view"]
+__all__ = ["Segment", "UntrackedSegment", "attach", "foreign", "reserve", "view"]
 
 _TRACK_PARAM = sys.version_info >= (3, 13)  # SharedMemory(track=False) exists
 
@@ -95,6 +95,24 @@ def view(shm: Segment) -> memoryview:
     if buf is None:  # only after close(), which this module never calls before reading
         raise ConnectorError(f"segment {shm.name!r} is closed")
     return buf
+
+
+def foreign(shm: Segment) -> str | None:
+    """Why *shm* must not be trusted, or ``None``: it must belong to this user and
+    give nobody else access (``0600``, as every segment this module creates).
+
+    Segment names are predictable, so another local user could create one first
+    and wait for us to read it (or to fail writing it).
+    """
+    fd = getattr(shm, "_fd", -1)
+    if fd < 0:
+        return None  # no descriptor to check (not reached on CPython)
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        return f"owned by uid {st.st_uid}, not this user (uid {os.geteuid()})"
+    if st.st_mode & 0o077:
+        return f"mode {st.st_mode & 0o777:04o} lets other users in (expected 0600)"
+    return None
 
 
 def reserve(shm: Segment, size: int) -> None:

@@ -18,6 +18,13 @@ late or more than once, never before the value is readable) and returning a
 function that ends the subscription. An adapter that finds ``subscribe`` waits
 for such a call instead of sleeping and re-polling; it still re-polls now and
 then, so a lost notification costs latency, never a chunk.
+
+Permanent errors (rule R25). A put that can never succeed however often it
+is retried (the value cannot be serialised, is too large for the store, the
+store refuses this process, the key is held by someone else) raises an
+exception whose ``permanent`` attribute is ``True`` — :class:`PermanentError`
+or any other — or a :class:`PermissionError`. The adapter does not retry it
+(:func:`is_permanent`). Every other exception is transient and retried.
 """
 
 from __future__ import annotations
@@ -25,12 +32,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ConnectorError
+
 __all__ = [
     "Connector",
     "ConnectorWrapper",
     "NotifyingConnector",
+    "PermanentError",
     "Subscribe",
+    "ValueTooLarge",
     "chunk_key",
+    "is_permanent",
     "subscription",
 ]
 
@@ -53,6 +65,21 @@ def chunk_key(request_id: str, stage_id: int, chunk_id: int) -> str:
     ``src_stage_id``, so both name the same chunk with the same key.
     """
     return f"{request_id}_{stage_id}_{chunk_id}"
+
+
+class PermanentError(ConnectorError):
+    """A put that can never succeed; the adapter does not retry it (see module doc)."""
+
+    permanent = True
+
+
+class ValueTooLarge(PermanentError):
+    """A value bigger than the store can ever hold; nothing was stored."""
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """Whether retrying the operation that raised *exc* is pointless (see module doc)."""
+    return getattr(exc, "permanent", False) is True or isinstance(exc, PermissionError)
 
 
 @runtime_checkable

@@ -10,6 +10,12 @@ The shared-memory connector's ``notify=True`` uses it to offer ``subscribe``:
   drops the datagram, and a socket nobody listens on any more (its process
   died) is removed.
 
+Trust: the directories have predictable names, so before binding or ringing
+it checks that both (``chunk-adapter-<uid>`` and the namespace's) are real
+directories owned by this user (and closes them to others, mode ``0700``);
+one made in advance by another user (who would then see every key rung)
+fails with :class:`ConnectorError` naming the path and the fix.
+
 Like Redis pub/sub this is at most once, which the capability allows: the
 adapter re-polls now and then, so a dropped ring costs latency, not a chunk.
 A subscriber sees every ring sent after ``subscribe`` returned (its socket
@@ -24,6 +30,7 @@ import hashlib
 import logging
 import os
 import socket
+import stat
 import tempfile
 import threading
 import uuid
@@ -44,6 +51,28 @@ def _directory(namespace: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"chunk-adapter-{os.getuid()}", digest)
 
 
+def check_private(directory: str) -> None:
+    """Make *directory* and its parent (mode ``0700``) if missing; fail unless both are
+    this user's own directories. One of ours that others may enter is closed (chmod)."""
+    parent = os.path.dirname(directory)
+    for path in (parent, directory):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, 0o700)
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            problem = "is not a directory (a symlink?)"
+        elif st.st_uid != os.geteuid():
+            problem = f"belongs to uid {st.st_uid}, not this user (uid {os.geteuid()})"
+        else:
+            if st.st_mode & 0o077:
+                os.chmod(path, 0o700)  # ours, made by an older version or another umask
+            continue
+        raise ConnectorError(
+            f"the notification directory {path!r} {problem}: another user could read the "
+            f"keys rung there. Fix: remove it (rm -r {path}), or point TMPDIR elsewhere"
+        )
+
+
 class Doorbell:
     """Rings and subscriptions for one namespace (see module doc). Thread-safe."""
 
@@ -55,13 +84,22 @@ class Doorbell:
         self._lock = threading.Lock()
         self._sender: socket.socket | None = None
         self._listeners: list[_Listener] = []
+        self._checked = False  # the directory passed check_private once
 
     def ring(self, key: str) -> None:
         """Tell every subscriber of the namespace that *key* was put. Never raises."""
         try:
+            if not self._checked:
+                if not os.path.isdir(self.directory):
+                    return  # nobody has ever subscribed
+                check_private(self.directory)
+                self._checked = True
             entries = os.listdir(self.directory)
         except FileNotFoundError:
             return  # nobody has ever subscribed
+        except ConnectorError as exc:
+            _log.error("not ringing: %s", exc)
+            return
         data = key.encode("utf-8", "surrogatepass")
         sender = self._socket()
         for entry in entries:
@@ -121,7 +159,11 @@ class _Listener:
         self.callback = callback
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         for _ in range(3):  # another listener's close() may rmdir the directory meanwhile
-            os.makedirs(directory, mode=0o700, exist_ok=True)
+            try:
+                check_private(directory)
+            except BaseException:
+                self._sock.close()
+                raise
             try:
                 self._sock.bind(self.path)  # from here on every ring reaches us
                 break

@@ -14,6 +14,22 @@ a listener thread calls ``callback(key)`` for each such put, from any process.
 Pub/sub is at most once (a message sent while the listener reconnects is
 lost), which the capability allows: the adapter re-polls now and then.
 
+Trust and isolation. Values are stored with the ``safe-json`` serializer by
+default, which cannot run code when it reads (anyone who can write to the
+database could otherwise run code in every receiver); pass
+``serializer=PICKLE`` only for a database no untrusted client can write.
+Authenticate and encrypt through the URL: ``redis://:password@host:6379/0``,
+``redis://user:password@host/0`` (ACL) or ``rediss://...`` (TLS; redis-py's
+``ssl_*`` query arguments, or ``client=`` a ``redis.Redis`` you configured).
+A prefix is a name plus ``":"`` and the name may not contain ``":"``, so no
+prefix is the start of another's key (``job:`` never sees ``job1:``'s keys).
+
+Permanent errors (R25): a value over ``max_value_bytes`` (Redis's own limit,
+512 MiB, by default) raises :class:`~.base.ValueTooLarge` before anything is
+sent; a refused login or a missing ACL permission raises a
+:class:`RedisConnectorError` with ``permanent = True``. The adapter retries
+neither.
+
 redis-py is imported when the first connector is made; without it, the error
 says ``pip install 'chunk-adapter[redis]'``.
 """
@@ -30,11 +46,15 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
-from .serialization import PICKLE, Serializer, as_serializer, check_key, decode_value, encode_value
+from .base import ValueTooLarge
+from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = ["DEFAULT_TTL", "RedisConnector", "RedisConnectorError", "RedisNotInstalled"]
 
 DEFAULT_TTL = 600.0  # seconds: far longer than any chunk waits, short enough to clean up
+MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
+# Error replies no retry can fix: a refused login, a missing ACL permission, a size limit.
+_PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
 NOTIFY_THREAD = "chunk-adapter-redis-notify"
 _GLOB_SPECIAL = "*?[]\\"
 _log = logging.getLogger("chunk_adapter.redis")
@@ -45,7 +65,32 @@ class RedisNotInstalled(ConnectorError, ImportError):
 
 
 class RedisConnectorError(ConnectorError):
-    """A Redis command failed (connection refused, timeout, server error)."""
+    """A Redis command failed (connection refused, timeout, server error).
+
+    ``permanent`` is ``True`` for failures no retry can fix (R25): a refused
+    login, a missing permission, a value over the server's size limit.
+    """
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+def check_prefix(prefix: object) -> str:
+    """``name:`` from ``name`` or ``name:``; a name with ``:`` in it could be the
+    start of another prefix's keys, so it is refused."""
+    if not isinstance(prefix, str) or not prefix:
+        raise InvalidValue(
+            f"prefix namespaces the keys and must be a non-empty str, got {prefix!r}"
+        )
+    name = prefix[:-1] if prefix.endswith(":") else prefix
+    if not name or ":" in name:
+        raise InvalidValue(
+            f"prefix must be a name with no ':' inside (one ':' is added at the end), got "
+            f"{prefix!r}: a ':' inside lets one prefix read another's keys ('a:' + 'b:x' is "
+            f"'a:b:' + 'x'). Use e.g. {name.replace(':', '-') or 'chunk-adapter'!r}"
+        )
+    return name + ":"
 
 
 def _redis() -> Any:
@@ -74,9 +119,11 @@ class RedisConnector:
 
     Pass a ``redis.Redis`` ``client`` (yours to close), or a ``url`` such as
     ``"redis://127.0.0.1:6379/0"`` (the connector makes and closes the client).
-    ``prefix`` namespaces the keys (sender and receiver pass the same one);
-    ``ttl`` is in seconds (``None``: no expiry); ``serializer`` is a
-    ``dumps``/``loads`` pair (default pickle).
+    ``prefix`` namespaces the keys (sender and receiver pass the same one;
+    ``"job"`` and ``"job:"`` are the same prefix); ``ttl`` is in seconds
+    (``None``: no expiry); ``serializer`` is a ``dumps``/``loads`` pair
+    (default ``SAFE``, which cannot run code). See the module doc for
+    passwords and TLS.
     """
 
     def __init__(
@@ -87,17 +134,20 @@ class RedisConnector:
         prefix: str = "chunk-adapter:",
         ttl: float | None = DEFAULT_TTL,
         consume_on_get: bool = True,
-        serializer: Serializer | Any = PICKLE,
+        serializer: Serializer | Any = SAFE,
         notify: bool = False,
         socket_timeout: float = 5.0,
+        max_value_bytes: int = MAX_VALUE_BYTES,
     ) -> None:
         redis = _redis()
-        if not isinstance(prefix, str) or not prefix:
-            raise InvalidValue(
-                f"prefix namespaces the keys and must be a non-empty str, got {prefix!r}"
-            )
+        prefix = check_prefix(prefix)
         if client is not None and url is not None:
             raise InvalidValue("pass client= or url=, not both")
+        if isinstance(max_value_bytes, bool) or not isinstance(max_value_bytes, int):
+            raise InvalidType(f"max_value_bytes must be an int, got {max_value_bytes!r}")
+        if max_value_bytes < 1:
+            raise InvalidValue(f"max_value_bytes must be >= 1, got {max_value_bytes!r}")
+        self.max_value_bytes = max_value_bytes
         self.prefix = prefix
         self.ttl_ms = _ttl_ms(ttl)
         self.consume_on_get = bool(consume_on_get)
@@ -128,7 +178,16 @@ class RedisConnector:
         return (self.prefix + key).encode("utf-8", "surrogatepass")
 
     def _fail(self, op: str, key: str, exc: BaseException) -> RedisConnectorError:
-        return RedisConnectorError(f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {exc}")
+        redis = _redis()
+        text = str(exc)
+        permanent = isinstance(
+            exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)
+        ) or any(reply in text for reply in _PERMANENT_REPLIES)
+        fix = " Fix the password or ACL in the url=" if permanent else ""
+        return RedisConnectorError(
+            f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {text}.{fix}",
+            permanent=permanent,
+        )
 
     # -------------------------------------------------------------- connector
     def put(self, key: str, value: dict[str, Any]) -> None:
@@ -136,6 +195,12 @@ class RedisConnector:
         check_key(key, "put")
         self._check_open("put")
         data = encode_value(self.serializer, key, value)
+        if len(data) > self.max_value_bytes:
+            raise ValueTooLarge(
+                f"put({key!r}): the value takes {len(data)} bytes, over max_value_bytes="
+                f"{self.max_value_bytes} (Redis refuses bigger strings); nothing was stored. "
+                "Fix: send smaller chunks"
+            )
         name = self._name(key)
         try:
             if self.notify:

@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 from types import TracebackType
 
 from ..errors import ChunkAdapterError
@@ -65,8 +66,11 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process; ``url``, ``host`` and ``port`` once started."""
 
-    def __init__(self, *, start_timeout: float = 10.0, attempts: int = 3) -> None:
+    def __init__(
+        self, *, start_timeout: float = 10.0, attempts: int = 3, password: str | None = None
+    ) -> None:
         self.start_timeout = start_timeout
+        self.password = password
         self.attempts = attempts
         self.host = "127.0.0.1"
         self.port = 0
@@ -76,7 +80,9 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}/0"
+        """``redis://[:password@]host:port/0`` (the password URL-quoted)."""
+        auth = "" if self.password is None else f":{urllib.parse.quote(self.password, safe='')}@"
+        return f"redis://{auth}{self.host}:{self.port}/0"
 
     def start(self) -> RedisServer:
         binary = redis_server_path()
@@ -100,6 +106,8 @@ class RedisServer:
             "--save", "", "--appendonly", "no", "--dir", self._dir.name,
             "--daemonize", "no", "--loglevel", "notice", "--logfile", "",
         ]  # fmt: skip
+        if self.password is not None:
+            cmd += ["--requirepass", self.password]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
         self._proc, self.log = proc, b""
@@ -165,4 +173,4 @@ class RedisServer:
 
     def __repr__(self) -> str:
         state = "running" if self._proc is not None else "stopped"
-        return f"RedisServer({self.url}, {state})"
+        return f"RedisServer({self.host}:{self.port}, {state})"

@@ -1,12 +1,19 @@
 """Turning wire values into bytes and back, for the connectors that store bytes.
 
-A :class:`Serializer` is a ``dumps``/``loads`` pair. The default, :data:`PICKLE`,
-handles everything ``pickle`` does. Pass any pair (``Serializer(dumps, loads)``,
-a ``(dumps, loads)`` tuple, or an object with ``dumps`` and ``loads`` such as
-the ``pickle`` module) to a connector's ``serializer=``.
+A :class:`Serializer` is a ``dumps``/``loads`` pair. The default, :data:`SAFE`,
+cannot run code when it reads: it is JSON with tags for what JSON lacks
+(:mod:`._safe_json`: ``None``, ``bool``, ``int``, ``float``, ``str``,
+``bytes``, ``list``, ``tuple``, ``dict`` with any such keys, ``set``,
+``frozenset``), so bytes planted by another user or a hostile store are data,
+never code. :data:`PICKLE` handles everything ``pickle`` does, and runs
+whatever code the bytes name when it reads them: pass ``serializer=PICKLE``
+only when every writer of the namespace or Redis database is trusted. Any
+other pair works too (``Serializer(dumps, loads)``, a ``(dumps, loads)`` tuple,
+or an object with ``dumps`` and ``loads``).
 
 A value the serializer rejects fails the put with :class:`SerializationError`
-*before* anything is stored, so "a put that raised stored nothing" holds.
+*before* anything is stored, so "a put that raised stored nothing" holds. It
+is a permanent error (R25): the adapter does not retry it.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType
+from ._safe_json import safe_dumps, safe_loads
 
 __all__ = [
     "PICKLE",
+    "SAFE",
     "SerializationError",
     "Serializer",
     "as_serializer",
@@ -30,7 +39,12 @@ __all__ = [
 
 
 class SerializationError(ConnectorError):
-    """A value could not be turned into bytes, or bytes back into a value."""
+    """A value could not be turned into bytes, or bytes back into a value.
+
+    Permanent (R25): serialising the same value again fails again.
+    """
+
+    permanent = True
 
 
 def _pickle_dumps(value: Any) -> bytes:
@@ -47,6 +61,13 @@ class Serializer:
 
 
 PICKLE = Serializer(dumps=_pickle_dumps, loads=pickle.loads, name="pickle")
+SAFE = Serializer(dumps=safe_dumps, loads=safe_loads, name="safe-json")
+
+
+_ACCEPTS = {
+    "safe-json": "None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset",
+    "pickle": "no locks, sockets, open files, lambdas or local classes",
+}
 
 
 def as_serializer(obj: object) -> Serializer:
@@ -78,9 +99,9 @@ def encode_value(serializer: Serializer, key: str, value: object) -> bytes:
         raise SerializationError(
             f"put({key!r}): the {serializer.name} serializer cannot serialise this value "
             f"({type(exc).__name__}: {exc}); nothing was stored. Fix: put only data the "
-            f"serializer accepts (for pickle: no locks, sockets, open files, lambdas or local "
-            f"classes; convert them in build_payload), or pass serializer=Serializer(dumps, "
-            f"loads) that handles it"
+            f"serializer accepts ({_ACCEPTS.get(serializer.name, 'see its documentation')}; "
+            f"convert the rest in build_payload), or pass serializer=Serializer(dumps, loads) "
+            f"that handles it (PICKLE only if every writer is trusted: it runs code on load)"
         ) from exc
     if isinstance(data, str):
         return data.encode("utf-8")

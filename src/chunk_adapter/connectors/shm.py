@@ -28,7 +28,18 @@ consumer unlinks what it gets; :meth:`close` unlinks what this connector put
 that nobody consumed.
 
 A put never overwrites a value nobody has consumed yet: it raises
-:class:`KeyOccupied` (nothing stored), and the adapter retries it.
+:class:`KeyOccupied` (nothing stored). When this connector wrote the value
+there, a reader is expected to consume it and the adapter retries; when
+someone else did (another connector or process), it is a permanent error
+(R25), so one foreign segment cannot stall the adapter's SAVE thread.
+
+Trust. Segment names are predictable, so every segment is checked before it
+is read or reused: it must belong to this user with mode ``0600``
+(:class:`ShmForeign` otherwise; it is never read). Values are stored with the
+``safe-json`` serializer by default, which cannot run code when it reads.
+The default namespace is private to this user and process group
+(:func:`default_namespace`): two pipelines started separately never share
+values unless they pass the same ``namespace``.
 """
 
 from __future__ import annotations
@@ -37,9 +48,7 @@ import base64
 import contextlib
 import hashlib
 import os
-import re
 import struct
-import sys
 import threading
 import time
 import uuid
@@ -48,51 +57,48 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from ..errors import ConnectorError, InvalidType, InvalidValue
-from ._segments import Segment, attach, reserve, view
+from ..errors import ConnectorError
+from ._segments import Segment, attach, foreign, reserve, view
+from ._shm_layout import (
+    COMMITTED,
+    DIGEST_CHARS,
+    HEADER,
+    MAGIC,
+    NAME_MAX,
+    SHM_DIR,
+    STATE_AT,
+    KeyOccupied,
+    ShmCorrupt,
+    ShmForeign,
+    capacity,
+    check_namespace,
+    default_namespace,
+)
+from ._shm_maintenance import ShmMaintenance
+from .base import PermanentError, ValueTooLarge
 from .doorbell import Doorbell
-from .serialization import PICKLE, Serializer, as_serializer, check_key, decode_value, encode_value
+from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
-__all__ = ["KeyOccupied", "SharedMemoryConnector", "ShmCorrupt"]
-
-MAGIC = b"CAS1"
-COMMITTED = 1
-HEADER = struct.Struct("<4sIdi16sIQI")
-_STATE_AT = 4  # offset of the u32 state field, written last
-_DIGEST_CHARS = 16
-# Longest segment name (without the leading slash CPython adds on POSIX).
-NAME_MAX = 30 if sys.platform == "darwin" else 250
-_NAMESPACE_RE = re.compile(r"[A-Za-z0-9_-]+")
-_SHM_DIR = "/dev/shm"  # where Linux lists POSIX segments
+__all__ = [
+    "HEADER",
+    "NAME_MAX",
+    "KeyOccupied",
+    "SharedMemoryConnector",
+    "ShmCorrupt",
+    "ShmForeign",
+    "default_namespace",
+]
 
 
-class KeyOccupied(ConnectorError):
-    """A put found an unconsumed value under its key; nothing was stored."""
-
-
-class ShmCorrupt(ConnectorError):
-    """A committed segment failed its checks (foreign segment, digest collision, bad CRC)."""
-
-
-def check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str):
-        raise InvalidType(f"namespace must be a str, got {namespace!r}")
-    longest = NAME_MAX - 1 - _DIGEST_CHARS
-    if not _NAMESPACE_RE.fullmatch(namespace) or len(namespace) > longest:
-        raise InvalidValue(
-            f"namespace must be 1-{longest} characters from [A-Za-z0-9_-] on this platform, "
-            f"got {namespace!r}; pick a shorter name such as 'ca1'"
-        )
-    return namespace
-
-
-class SharedMemoryConnector:
+class SharedMemoryConnector(ShmMaintenance):
     """``put``/``get`` over one POSIX shared-memory segment per key (see module doc).
 
     ``namespace`` keeps connectors (and test runs) apart: sender and receiver
-    pass the same one. ``consume_on_get`` (default ``True``) unlinks a segment
+    pass the same one (default: :func:`default_namespace`, private to this user
+    and process group). ``consume_on_get`` (default ``True``) unlinks a segment
     once its value is read. ``serializer`` is a ``dumps``/``loads`` pair
-    (default pickle). ``notify=True`` (on both sides) rings a
+    (default ``SAFE``, which cannot run code; ``PICKLE`` only among trusted
+    writers). ``notify=True`` (on both sides) rings a
     :class:`~.doorbell.Doorbell` after each put and offers ``subscribe``, so an
     adapter waits for puts instead of polling. Close it (or use it as a
     context manager) to unlink what it put that nobody consumed — after the
@@ -101,10 +107,10 @@ class SharedMemoryConnector:
 
     def __init__(
         self,
-        namespace: str = "chunkad",
+        namespace: str | None = None,
         *,
         consume_on_get: bool = True,
-        serializer: Serializer | Any = PICKLE,
+        serializer: Serializer | Any = SAFE,
         notify: bool = False,
     ) -> None:
         if os.name != "posix":
@@ -112,11 +118,11 @@ class SharedMemoryConnector:
                 "SharedMemoryConnector needs POSIX shared memory (Linux, macOS); "
                 "use RedisConnector on this platform"
             )
-        self.namespace = check_namespace(namespace)
+        self.namespace = check_namespace(default_namespace() if namespace is None else namespace)
         self.consume_on_get = bool(consume_on_get)
         self.serializer = as_serializer(serializer)
         self.notify = bool(notify)
-        self._doorbell = Doorbell(namespace) if self.notify else None
+        self._doorbell = Doorbell(self.namespace) if self.notify else None
         self._writer = uuid.uuid4().bytes
         # Guards _created, _prune_at and _closed. put adds under it; close and
         # prune read and shrink it. Held during a prune's existence checks
@@ -130,7 +136,7 @@ class SharedMemoryConnector:
     def segment_name(self, key: str) -> str:
         """The segment name for *key* in this namespace (no leading slash)."""
         raw = check_key(key, "segment_name").encode("utf-8", "surrogatepass")
-        digest = hashlib.blake2b(raw, digest_size=_DIGEST_CHARS * 5 // 8).digest()
+        digest = hashlib.blake2b(raw, digest_size=DIGEST_CHARS * 5 // 8).digest()
         return f"{self.namespace}.{base64.b32encode(digest).decode('ascii').lower()}"
 
     # -------------------------------------------------------------- connector
@@ -145,11 +151,12 @@ class SharedMemoryConnector:
         try:
             shm = attach(name, create=True, size=size)
         except FileExistsError:
-            raise KeyOccupied(
-                f"put({key!r}): segment {name!r} still holds a value nobody consumed; nothing "
-                "was stored. The adapter retries; if a dead sender left it, "
-                f"SharedMemoryConnector({self.namespace!r}).purge() removes it"
-            ) from None
+            raise self._occupied(key, name) from None
+        except PermissionError as exc:
+            raise PermanentError(
+                f"put({key!r}): may not create segment {name!r}: {exc}. Fix the permissions "
+                f"of {SHM_DIR}"
+            ) from exc
         except OSError as exc:
             raise ConnectorError(f"put({key!r}): cannot create segment {name!r}: {exc}") from exc
         try:
@@ -162,14 +169,20 @@ class SharedMemoryConnector:
             )  # fmt: skip
             buf[HEADER.size : HEADER.size + len(raw_key)] = raw_key
             buf[HEADER.size + len(raw_key) : size] = data
-            struct.pack_into("<I", buf, _STATE_AT, COMMITTED)  # publish: the last store
+            struct.pack_into("<I", buf, STATE_AT, COMMITTED)  # publish: the last store
             del buf
         except BaseException as exc:
             self._discard(shm)
             if isinstance(exc, OSError):
+                if size > capacity():
+                    raise ValueTooLarge(
+                        f"put({key!r}): the value takes {size} bytes and {SHM_DIR} holds "
+                        f"{capacity()} at most; nothing was stored. Fix: send smaller chunks, "
+                        f"or enlarge {SHM_DIR} (mount -o remount,size=...)"
+                    ) from exc
                 raise ConnectorError(
                     f"put({key!r}): cannot fill segment {name!r} ({size} bytes): {exc}; nothing "
-                    f"was stored. Is {_SHM_DIR} full? (df -h {_SHM_DIR})"
+                    f"was stored. Is {SHM_DIR} full? (df -h {SHM_DIR})"
                 ) from exc
             raise
         shm.close()
@@ -187,6 +200,42 @@ class SharedMemoryConnector:
             raise ConnectorError(f"put({key!r}): the connector was closed meanwhile; not stored")
         if self._doorbell is not None:
             self._doorbell.ring(key)  # after the commit: a notified get finds the value
+
+    def _occupied(self, key: str, name: str) -> KeyOccupied:
+        """The error for a put that found *name* taken: transient only if we wrote it."""
+        try:
+            shm = attach(name)
+        except (FileNotFoundError, ValueError):
+            return KeyOccupied(
+                f"put({key!r}): segment {name!r} is being created or consumed right now; "
+                "nothing was stored (the adapter retries)"
+            )
+        except PermissionError:
+            return KeyOccupied(
+                f"put({key!r}): segment {name!r} exists and belongs to another user; nothing "
+                "was stored. Fix: remove it, or pick another namespace",
+                permanent=True,
+            )
+        try:
+            problem = foreign(shm)
+            buf = view(shm)
+            writer = HEADER.unpack_from(buf, 0)[4] if len(buf) >= HEADER.size else None
+            del buf
+        finally:
+            shm.close()
+        if problem is None and writer == self._writer:
+            return KeyOccupied(
+                f"put({key!r}): segment {name!r} still holds a value this connector put and "
+                "nobody consumed yet; nothing was stored (the adapter retries)"
+            )
+        why = problem or "written by another connector (another process, or one that died)"
+        return KeyOccupied(
+            f"put({key!r}): segment {name!r} holds a value {why}; nothing was stored and "
+            "retrying cannot help. Fix: do not reuse a request id while another sender's "
+            f"value is unread; SharedMemoryConnector({self.namespace!r}).purge() removes a "
+            "dead sender's leftovers",
+            permanent=True,
+        )
 
     @property
     def subscribe(self) -> Callable[[Callable[[str], None]], Callable[[], None]]:
@@ -207,7 +256,17 @@ class SharedMemoryConnector:
             return None
         except ValueError:  # an empty segment: a put has created it but not sized it yet
             return None
+        except PermissionError as exc:
+            raise ShmForeign(
+                f"get({key!r}): segment {name!r} belongs to another user ({exc}); not read"
+            ) from exc
         try:
+            problem = foreign(shm)
+            if problem is not None:
+                raise ShmForeign(
+                    f"get({key!r}): segment {shm.name!r} is {problem}: not read, since another "
+                    "user may have planted it. Fix: remove it and find out who made it"
+                )
             data = self._read(shm, key)
             if data is None:
                 return None
@@ -262,11 +321,12 @@ class SharedMemoryConnector:
         """The segment *name* if it exists and this connector wrote it, else ``None``."""
         try:
             shm = attach(name)
-        except (FileNotFoundError, ValueError):
+        except (FileNotFoundError, ValueError, PermissionError):
             return None
         buf = view(shm)
         mine = len(buf) >= HEADER.size and HEADER.unpack_from(buf, 0)[4] == self._writer
         del buf
+        mine = mine and foreign(shm) is None
         if not mine:
             shm.close()
             return None
@@ -303,52 +363,6 @@ class SharedMemoryConnector:
     def _check_open(self, op: str) -> None:
         if self._closed:
             raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
-
-    def segments(self, *, committed: bool | None = None) -> list[str]:
-        """Names of the segments in this namespace now (Linux: listed from /dev/shm).
-
-        ``committed=True`` lists only values a get would return; ``False`` only
-        the empty or half-written ones (a writer at work, or one that died).
-        """
-        if not os.path.isdir(_SHM_DIR):
-            raise ConnectorError(
-                f"listing segments needs {_SHM_DIR} (Linux); this platform has none"
-            )
-        names = sorted(n for n in os.listdir(_SHM_DIR) if n.startswith(self.namespace + "."))
-        if committed is None:
-            return names
-        return [n for n in names if self._committed(n) == committed]
-
-    def _committed(self, name: str) -> bool:
-        try:
-            shm = attach(name)
-        except (FileNotFoundError, ValueError):
-            return False
-        try:
-            buf = view(shm)
-            state = HEADER.unpack_from(buf, 0)[1] if len(buf) >= HEADER.size else 0
-            del buf
-            return bool(state == COMMITTED)
-        finally:
-            shm.close()
-
-    def purge(self, older_than: float | None = None) -> int:
-        """Unlink the namespace's segments (only those older than *older_than* seconds).
-
-        The shared-memory analogue of a TTL: run it when a sender died and its
-        unconsumed or half-written segments must go. Returns how many it removed.
-        """
-        now, removed = time.time(), 0
-        for name in self.segments():
-            path = os.path.join(_SHM_DIR, name)
-            try:
-                if older_than is not None and now - os.stat(path).st_mtime < older_than:
-                    continue
-                os.unlink(path)  # /dev/shm exists, so this is shm_unlink(name)
-            except FileNotFoundError:
-                continue
-            removed += 1
-        return removed
 
     def __enter__(self) -> SharedMemoryConnector:
         return self

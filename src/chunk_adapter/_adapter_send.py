@@ -1,0 +1,307 @@
+"""The sending half of the reference ChunkAdapter (rules R3–R11, R25–R27).
+
+:class:`SenderSide` is a mixin of :class:`~chunk_adapter.adapter.ChunkAdapter`:
+the scheduler's ``save_async``, ``cancel_sender`` and ``flush``, and the SAVE
+thread's loop. The state it uses (``_send_lock``, ``_fifo`` ...) is created
+and documented in ``ChunkAdapter.__init__``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ._validate import check_final, check_request_id, non_negative, short_repr
+from .connectors.base import Connector, chunk_key, is_permanent
+from .errors import AdapterStopped, SnapshotError
+from .runtime import ConditionLike, EventLike, LockLike, Runtime
+
+__all__ = ["SenderSide"]
+
+
+class SenderSide:
+    """Sender calls and the SAVE thread (see module doc)."""
+
+    # Set up by ChunkAdapter.__init__ (documented there).
+    connector: Connector
+    runtime: Runtime
+    log: logging.Logger
+    stage_id: int
+    wait_timeout: float
+    put_tries: int
+    put_backoff: float
+    put_backoff_max: float
+    put_retry_window: float | None
+    build_payload: Callable[[str, Any, bool], Any]
+    snapshot: Callable[[Any], Any]
+    _stop: EventLike
+    _send_lock: LockLike
+    _send_cond: ConditionLike
+    _drained_cond: ConditionLike
+    _fifo: deque[tuple[str, Any, bool]]
+    _next_send_id: dict[str, int]
+    _cancelled: set[str]
+    _queued: dict[str, int]
+    _saved: int
+    _done: int
+    _in_flight: tuple[int, str, bool] | None
+    _abandoned_seq: int
+    _idle_cancel_logged: bool
+    _send_counts: dict[str, int]
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4)."""
+        check_request_id(request_id, "save_async")
+        check_final(is_final, "save_async")
+        self._check_running("save_async")
+        try:
+            snap = self.snapshot(obj)
+        except Exception as exc:
+            raise SnapshotError(
+                f"save_async({short_repr(request_id)}): cannot snapshot {type(obj).__name__} "
+                f"object {short_repr(obj)}: {exc}. Nothing was queued; pass an object the "
+                "snapshot function can copy, or give the adapter snapshot=<a function that can>"
+            ) from exc
+        with self._send_cond:
+            self._check_running("save_async")
+            self._fifo.append((request_id, snap, is_final))
+            self._saved += 1
+            self._queued[request_id] = self._queued.get(request_id, 0) + 1
+            self._send_cond.notify()
+
+    def cancel_sender(self, request_id: str) -> None:
+        """Drop the request's non-final chunks; its final goes out with data None (R6).
+
+        A cancel of a request with no open stream (nothing queued, in flight or
+        partly put) still marks it, as R6 requires: the mark cuts the next stream
+        saved under that id. It is counted (``cancels_idle``) and logged once.
+        """
+        check_request_id(request_id, "cancel_sender")
+        with self._send_lock:
+            self._check_running("cancel_sender")
+            if request_id in self._cancelled or self._stream_open(request_id):
+                self._cancelled.add(request_id)
+                return
+            self._cancelled.add(request_id)
+            self._send_counts["cancels_idle"] += 1
+            first, self._idle_cancel_logged = not self._idle_cancel_logged, True
+        (self.log.warning if first else self.log.debug)(
+            "cancel_sender(%s): nothing of it is queued, being sent or partly put. The mark "
+            "cuts the NEXT stream saved under this id (its non-finals dropped, its final put "
+            "with data None) and is kept until that final is put (contract R6). Do not "
+            "cancel a request after saving its final. (Logged once per adapter; counted in "
+            "stats().cancels_idle.)",
+            short_repr(request_id),
+        )
+
+    def _stream_open(self, request_id: str) -> bool:
+        """Called with ``_send_lock`` held: is a stream of *request_id* queued, in flight
+        or partly put? O(1)."""
+        return (
+            request_id in self._next_send_id
+            or request_id in self._queued
+            or (self._in_flight is not None and self._in_flight[1] == request_id)
+        )
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every chunk saved before this call is put or counted (R26).
+
+        Returns ``True`` once the SAVE thread has finished each of them — put,
+        dropped, skipped or failed, each counted in ``stats()`` — and ``False``
+        if *timeout* seconds pass first or the adapter is stopped. Unlike the
+        five scheduler calls it blocks: call it when a stage winds down, not per
+        chunk. Chunks saved meanwhile (by other threads) are not waited for.
+        """
+        timeout = non_negative("flush timeout", timeout)
+        rt = self.runtime
+        deadline = rt.monotonic() + timeout
+        with self._drained_cond:
+            target = self._saved
+            while self._done < target:
+                remaining = deadline - rt.monotonic()
+                if self._stop.is_set() or remaining <= 0:
+                    return False
+                self._drained_cond.wait(min(remaining, self.wait_timeout))
+            return True
+
+    def _save_loop(self) -> None:
+        while True:
+            with self._send_cond:
+                while not self._fifo and not self._stop.is_set():
+                    self._send_cond.wait(self.wait_timeout)
+                if self._stop.is_set():
+                    return
+                request_id, snap, is_final = self._fifo.popleft()
+                cancelled = request_id in self._cancelled
+                self._in_flight = (self._done, request_id, is_final)
+                left = self._queued.pop(request_id, 1) - 1
+                if left > 0:
+                    self._queued[request_id] = left
+            try:
+                self._send_one(request_id, snap, is_final, cancelled)
+            except Exception:  # a bug of ours must not kill the thread either (R22)
+                self.log.exception(
+                    "SAVE thread: unexpected error on %s; continuing", short_repr(request_id)
+                )
+            finally:
+                with self._drained_cond:
+                    self._in_flight = None
+                    self._done += 1
+                    self._drained_cond.notify_all()
+
+    def _send_one(self, request_id: str, snap: Any, is_final: bool, cancelled: bool) -> None:
+        """Build (outside every lock) and put one chunk (R6, R7, R8)."""
+        if cancelled and not is_final:
+            self._count_send("dropped_cancelled")
+            return
+        payload: Any = None
+        if not cancelled:
+            try:
+                payload = self.build_payload(request_id, snap, is_final)
+            except Exception:
+                self.log.exception(
+                    "build_payload failed for %s (final=%s)", short_repr(request_id), is_final
+                )
+                self._count_send("build_failures")
+                if not is_final:
+                    self._count_send("dropped_build_failed")
+                    return
+                payload = None
+            if payload is None and not is_final:
+                self._count_send("skipped_none")
+                return
+        self._put_with_retries(request_id, {"data": payload, "finished": is_final}, is_final)
+
+    def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
+        """Put under the stream's next id; the id advances only on success (R9, R10, R11).
+
+        A transient failure is retried with backoff (R10); a permanent one is not
+        (R25): see :meth:`_rejected`.
+        """
+        tries = 0
+        while True:
+            with self._send_lock:
+                chunk_id = self._next_send_id.get(request_id, 0)
+            if self._stop.is_set():
+                self._abandon_in_flight()
+                return  # no put starts once stop() has begun (R18)
+            key = chunk_key(request_id, self.stage_id, chunk_id)
+            try:
+                self.connector.put(key, value)
+            except Exception as exc:
+                tries += 1
+                self._count_send("put_failures")
+                if is_permanent(exc):
+                    self._rejected(request_id, key, value, is_final, exc)
+                    return
+                if not is_final and tries >= self.put_tries:
+                    self.log.warning("dropping %s after %d failed puts: %r", key, tries, exc)
+                    self._count_send("dropped_put_failed")
+                    return
+                self.log.info("put %s failed (try %d): %r; retrying", key, tries, exc)
+                self._count_send("put_retries")
+                if self._stop.wait(self._backoff(tries, is_final)):
+                    self._abandon_in_flight()
+                    return
+                continue
+            with self._send_lock:
+                self._send_counts["chunks_put"] += 1
+                if is_final:
+                    self._send_counts["finals_put"] += 1
+                    self._next_send_id.pop(request_id, None)
+                    self._cancelled.discard(request_id)
+                else:
+                    self._next_send_id[request_id] = chunk_id + 1
+            return
+
+    def _backoff(self, tries: int, is_final: bool) -> float:
+        """The pause after the *tries*-th failed try (R10).
+
+        Doubling from ``put_backoff`` up to ``put_backoff_max``. With
+        ``put_retry_window`` a non-final's last pause is stretched so that its
+        last try comes that many seconds after its first: a short outage then
+        costs no chunk, while a blip is still retried after ``put_backoff``.
+        """
+        pause = min(self.put_backoff * 2.0 ** (tries - 1), self.put_backoff_max)
+        if is_final or self.put_retry_window is None or tries != self.put_tries - 1:
+            return pause
+        spent = sum(min(self.put_backoff * 2.0**k, self.put_backoff_max) for k in range(tries - 1))
+        return max(pause, self.put_retry_window - spent)
+
+    def _rejected(
+        self, request_id: str, key: str, value: dict[str, Any], is_final: bool, exc: Exception
+    ) -> None:
+        """A put failed with a permanent error (R25): never retried, never blocking.
+
+        A non-final is dropped. A final is put once more with data ``None`` (the
+        stream still ends at the receiver, as after a failed build, R7); if that
+        is refused too, the stream is given up and the sender forgets it (R11).
+        """
+        self._count_send("put_rejected")
+        if not is_final:
+            self.log.warning("dropping %s: the connector refused it for good: %r", key, exc)
+            self._count_send("dropped_put_rejected")
+            return
+        if value["data"] is not None:
+            self.log.error(
+                "final %s refused for good (%r); putting it with data None instead", key, exc
+            )
+            self._count_send("finals_degraded")
+            self._put_with_retries(request_id, {"data": None, "finished": True}, True)
+            return
+        self.log.error(
+            "final %s refused for good even with data None (%r): stream %s given up; its "
+            "receiver will not see it end",
+            key,
+            exc,
+            short_repr(request_id),
+        )
+        with self._send_lock:
+            self._send_counts["finals_failed"] += 1
+            self._next_send_id.pop(request_id, None)
+            self._cancelled.discard(request_id)
+
+    def _abandon_in_flight(self) -> None:
+        """Count the SAVE thread's current item as abandoned by stop(), once (R26)."""
+        with self._send_lock:
+            flight = self._in_flight
+            if flight is None or flight[0] == self._abandoned_seq:
+                return
+            self._abandoned_seq = flight[0]
+            self._send_counts["abandoned"] += 1
+            self._send_counts["abandoned_finals"] += flight[2]
+
+    def _count_send(self, name: str) -> None:
+        with self._send_lock:
+            self._send_counts[name] += 1
+
+    def _count_abandoned(self) -> None:
+        """Count and log what stop() gave up: the FIFO, and a blocked in-flight item."""
+        self._abandon_in_flight()  # still blocked in a build or a put: it may yet complete
+        with self._send_lock:
+            left, self._fifo = self._fifo, deque()
+            self._queued.clear()
+            finals = sum(1 for item in left if item[2])
+            self._send_counts["abandoned"] += len(left)
+            self._send_counts["abandoned_finals"] += finals
+            total = self._send_counts["abandoned"]
+            total_finals = self._send_counts["abandoned_finals"]
+        if total:
+            names = sorted({item[0] for item in left})
+            self.log.warning(
+                "stop(): abandoned %d saved chunk(s) (%d final(s)); queued ones of %d "
+                "request(s): %s. Their receivers will not get them. Call flush(timeout) or "
+                "stop(drain_timeout=...) first to put them",
+                total,
+                total_finals,
+                len(names),
+                short_repr(names),
+            )
+
+    def _check_running(self, call: str) -> None:
+        if self._stop.is_set():
+            raise AdapterStopped(
+                f"{call}: this adapter was stopped; create a new ChunkAdapter to send or receive"
+            )

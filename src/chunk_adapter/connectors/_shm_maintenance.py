@@ -1,0 +1,104 @@
+"""Listing and purging a shared-memory namespace: the maintenance half of ``shm``.
+
+:class:`ShmMaintenance` is a mixin of
+:class:`~chunk_adapter.connectors.shm.SharedMemoryConnector`; it reads
+``/dev/shm`` (Linux) and never touches a segment of another user.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..errors import ConnectorError
+from ._segments import attach, foreign, view
+from ._shm_layout import COMMITTED, HEADER, SHM_DIR
+
+__all__ = ["ShmMaintenance"]
+
+
+class ShmMaintenance:
+    """``segments()`` and ``purge()`` for the connector's ``namespace``."""
+
+    namespace: str
+
+    def segments(self, *, committed: bool | None = None) -> list[str]:
+        """Names of the segments in this namespace now (Linux: listed from /dev/shm).
+
+        ``committed=True`` lists only values a get would return; ``False`` only
+        the empty or half-written ones (a writer at work, or one that died).
+        """
+        if not os.path.isdir(SHM_DIR):
+            raise ConnectorError(
+                f"listing segments needs {SHM_DIR} (Linux); this platform has none"
+            )
+        names = sorted(n for n in os.listdir(SHM_DIR) if n.startswith(self.namespace + "."))
+        if committed is None:
+            return names
+        return [n for n in names if self._committed(n) == committed]
+
+    def _committed(self, name: str) -> bool:
+        try:
+            shm = attach(name)
+        except (FileNotFoundError, ValueError, PermissionError):
+            return False
+        try:
+            if foreign(shm) is not None:
+                return False
+            buf = view(shm)
+            state = HEADER.unpack_from(buf, 0)[1] if len(buf) >= HEADER.size else 0
+            del buf
+            return bool(state == COMMITTED)
+        finally:
+            shm.close()
+
+    def purge(self, older_than: float | None = None, *, dead_writers: bool = False) -> int:
+        """Unlink the namespace's segments; returns how many it removed.
+
+        The shared-memory analogue of a TTL: run it when a sender died and its
+        unconsumed or half-written segments must go. ``older_than``: only those
+        older than that many seconds. ``dead_writers=True``: only those whose
+        writing process is gone (by the pid in the header; a segment with no
+        header yet counts when it is over 10 s old) — safe while live senders
+        use the namespace, e.g. at a sender's start. Segments of other users
+        are never touched.
+        """
+        now, removed, me = time.time(), 0, os.geteuid()
+        for name in self.segments():
+            path = os.path.join(SHM_DIR, name)
+            try:
+                st = os.stat(path)
+                if st.st_uid != me:
+                    continue
+                if older_than is not None and now - st.st_mtime < older_than:
+                    continue
+                if dead_writers and not self._writer_dead(name, now - st.st_mtime):
+                    continue
+                os.unlink(path)  # /dev/shm exists, so this is shm_unlink(name)
+            except FileNotFoundError:
+                continue
+            removed += 1
+        return removed
+
+    def _writer_dead(self, name: str, age: float) -> bool:
+        try:
+            shm = attach(name)
+        except (FileNotFoundError, PermissionError):
+            return False
+        except ValueError:  # empty: its writer has not sized it yet, or died first
+            return age > 10.0
+        try:
+            buf = view(shm)
+            pid = HEADER.unpack_from(buf, 0)[3] if len(buf) >= HEADER.size else 0
+            del buf
+        finally:
+            shm.close()
+        if pid <= 0:
+            return age > 10.0
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # alive, another user's
+            return False
+        return False
