@@ -99,6 +99,13 @@ def _parser() -> argparse.ArgumentParser:
         help="connector to bench: memory, shm or redis (repeatable; default: all)",
     )
     bench.add_argument("--quick", action="store_true", help="smaller sizes (about 20 s)")
+    bench.add_argument(
+        "--churn",
+        action="store_true",
+        help="instead: reuse request ids for --seconds (300) per connector, sampling RSS and "
+        "the store every 10 s; exit 1 if anything grows",
+    )
+    bench.add_argument("--seconds", type=float, default=300.0, help="length of the --churn run")
     return parser
 
 
@@ -164,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .bench import CONNECTORS, run_bench
 
         names = args.connector or list(CONNECTORS)
+        if args.churn:
+            from .bench.churn import run_churn
+
+            results = [run_churn(name, args.seconds, min(10.0, args.seconds / 3)) for name in names]
+            return 0 if all(r["flat"] is not False for r in results) else 1
         unknown = sorted(set(names) - set(CONNECTORS))
         if unknown:
             print(f"chunk-adapter bench: unknown connector(s) {unknown}; "
