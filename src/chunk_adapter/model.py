@@ -22,6 +22,11 @@ It models the contract's one SAVE thread and one RECV thread:
   ``load_async`` is idempotent (R12).
 * The connector consumes on get (a shared-memory store).
 
+It models a **pipeline**: a sender adapter (``stage_id``) whose chunks a
+receiver adapter reads (its ``src_stage_id``, by default the sender's stage),
+or one adapter receiving its own chunks (a loopback, both ids equal): what a
+correct adapter does is the same either way. ``stop()`` stops both sides.
+
 Where the contract leaves a choice, the model takes the one the harness makes
 deterministic: a chunk held at a put gate when ``cancel_sender`` comes is put
 (it is past the check); the machines never cancel a request whose build is
@@ -98,15 +103,17 @@ class ContractModel:
     def __init__(
         self,
         *,
-        stage_id: int = 1,
+        stage_id: int = 0,
         src_stage_id: int | None = None,
         put_tries: int = 3,
         build: BuildFn = identity,
     ) -> None:
+        """*stage_id*: the sender's stage (its keys); *src_stage_id*: the stage the
+        receiver reads (default: the sender's, so it receives what is sent)."""
         if put_tries < 1:
             raise ValueError(f"put_tries counts every try and must be >= 1, got {put_tries!r}")
         self.stage_id = stage_id
-        self.src_stage_id = stage_id - 1 if src_stage_id is None else src_stage_id
+        self.src_stage_id = stage_id if src_stage_id is None else src_stage_id
         self.put_tries = put_tries
         self.build = build
         self.stopped = False

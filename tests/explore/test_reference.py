@@ -64,6 +64,21 @@ def test_generated_scenarios_under_drawn_schedules(scenario: object, choices: li
     _ok(explore(scenario, DrawnStrategy(choices)))  # type: ignore[arg-type]
 
 
+@pytest.mark.rule("R2", "R6", "R9", "R11", "R14", "R16", "R23")
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(scenario=scenarios(topology="pipeline"), choices=schedules())
+def test_generated_pipeline_scenarios_under_drawn_schedules(
+    scenario: object, choices: list[int]
+) -> None:
+    """The same on a sender and a receiver (five threads)."""
+    _ok(explore(scenario, DrawnStrategy(choices)))  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- thorough (slow)
 BUDGET = float(os.environ.get("CHUNK_ADAPTER_EXPLORE_BUDGET", "120"))
 

@@ -54,7 +54,14 @@ def executions(name: str, strategy: Strategy, count: int, factory: Any = None) -
 
 
 @pytest.mark.parametrize(
-    "name", ["q5-cleanup-inflight-get", "q3-none-and-cancelled-final", "q7-stop-wakes-save"]
+    "name",
+    [
+        "q5-cleanup-inflight-get",
+        "q3-none-and-cancelled-final",
+        "q7-stop-wakes-save",
+        "pipeline/q5-cleanup-inflight-get",
+        "pipeline/three-stage",
+    ],
 )
 @pytest.mark.parametrize("make", [lambda: RandomStrategy(seed=3), lambda: PctStrategy(seed=3)])
 def test_replay_reproduces_each_execution_step_for_step(name: str, make: Any) -> None:

@@ -1,6 +1,7 @@
 """The conformance machine on the adapter named by ``--adapter`` (reference by default).
 
-Profile from ``CHUNK_ADAPTER_PROFILE`` (dev by default; see chunk_adapter.profiles).
+Each example drives a pipeline: a sender and a receiver built by the factory.
+Profile from ``CHUNK_ADAPTER_PROFILE`` (ci by default; see chunk_adapter.profiles).
 A failure prints the shrunk steps, the rule broken and the command to rerun:
 
     CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful --adapter pkg.mod:factory
@@ -50,6 +51,17 @@ def test_conformance_machine(adapter_factory: AdapterFactory, adapter_spec: str)
     profile = current_profile()
     machine = make_machine(adapter_factory, reproduce=_command(adapter_spec, profile.name))
     run_state_machine_as_test(machine, settings=hypothesis_settings(profile))
+
+
+@pytest.mark.rule(*ALL_RULES)
+def test_conformance_machine_loopback(adapter_factory: AdapterFactory, adapter_spec: str) -> None:
+    """The extra variant: one adapter receiving its own chunks (``stage_id ==
+    src_stage_id``). Not the default — an adapter may rightly share per-request state
+    between its sides — but one that works that way must still keep the contract."""
+    machine = make_machine(
+        adapter_factory, reproduce=_command(adapter_spec, "quick"), loopback=True
+    )
+    run_state_machine_as_test(machine, settings=hypothesis_settings("quick"))
 
 
 @pytest.mark.slow

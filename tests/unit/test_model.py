@@ -154,3 +154,15 @@ def test_after_stop_sending_and_registering_raise_polling_works() -> None:
 def test_bad_put_tries_is_rejected_with_the_value() -> None:
     with pytest.raises(ValueError, match=r"put_tries.*0"):
         ContractModel(put_tries=0)
+
+
+def test_the_default_model_is_a_pipeline_receiving_what_the_sender_sends() -> None:
+    """Sender stage 0, and the receiver reads stage 0 unless told otherwise."""
+    m = ContractModel()
+    assert (m.stage_id, m.src_stage_id) == (0, 0)
+    m.load("r")
+    m.save("r", "a", True)
+    assert m.sent == [("r_0_0", c("a", True))]
+    assert m.poll() == {"r": [c("a", True)]}
+    other = ContractModel(stage_id=2, src_stage_id=1)
+    assert other.key("r", 3) == "r_2_3" and other.key("r", 3, receiver=True) == "r_1_3"

@@ -4,8 +4,12 @@
     python -m chunk_adapter.explore run q5-cleanup-inflight-get --strategy dfs --bound 2
     python -m chunk_adapter.explore replay q5-cleanup-inflight-get '1:9:a3b2c4' \\
         --adapter mypkg.adapter:make
-    python -m chunk_adapter.explore run q5-cleanup-inflight-get \\
-        --adapter mypkg.adapter:Adapter --substitute mypkg.adapter
+    python -m chunk_adapter.explore run pipeline/q5-cleanup-inflight-get \\
+        --adapter mypkg.adapter:Adapter --substitute mypkg.vendored
+
+Adapters are controlled as ``chunk-adapter verify`` controls them: white-box
+when they use the ``runtime=`` they are given, else every thread they start
+through ``threading`` (``--substitute`` adds modules the explorer must watch).
 
 Exit status 0: no failure; 1: a failure (printed with its trace and replay
 string); 2: bad arguments.
@@ -17,7 +21,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
 
 from ..factory import REFERENCE, load_factory
@@ -55,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
             action="append",
             default=[],
             metavar="MODULE",
-            help="explore a threading-based adapter: substitute in this module",
+            help="a module or package whose threads the explorer must also control",
         )
     return parser
 
@@ -77,11 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         chosen = scenario(args.scenario)
         factory = load_factory(args.adapter)
-        modules: list[ModuleType] = [importlib.import_module(m) for m in args.substitute]
+        for name in args.substitute:
+            importlib.import_module(name)
     except (KeyError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    extra: dict[str, Any] = {"factory": factory, "substitute": modules}
+    extra: dict[str, Any] = {"factory": factory, "substitute": tuple(args.substitute) or "auto"}
     if args.command == "replay":
         execution = replay(chosen, args.schedule, **extra)
         if execution.ok:

@@ -14,8 +14,9 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from ..history import History
+from ..history import BuildCall, ConnectorOp, History
 from .execution import Execution
+from .pipeline import Hop
 
 __all__ = ["default_checker", "default_wrap"]
 
@@ -39,22 +40,65 @@ def default_wrap() -> Callable[[Any, History], Any] | None:
 def default_checker(execution: Execution) -> list[str]:
     """Every contract violation the oracles find, as ``"R<n>: ..."`` strings.
 
-    The whole history is checked for safety (``quiescent=False``: it ends with
-    ``stop()``, after which liveness is not owed). If the script settled and
-    polled before its final ``stop()``, the history up to that point is also
-    checked with ``quiescent=True``, so lost and stuck chunks are found too.
+    Each hop of the scenario's topology (a sending member and the member that
+    receives from it) is judged on its own records, because the oracles assume
+    one sending stage per history: the sender's ``save_async``/``cancel_sender``
+    and builds, the receiver's ``load_async``/``poll_ready``/``cleanup_receiver``,
+    both members' ``stop()``, and the puts and gets of the hop's keys. With one
+    hop that is the whole history. The whole hop is checked for safety
+    (``quiescent=False``: it ends with ``stop()``, after which liveness is not
+    owed); if the script settled and polled before its final ``stop()``, the hop
+    up to that point is also checked with ``quiescent=True``, so lost and stuck
+    chunks are found too. With several hops, messages end with the hop's name.
     """
     oracles = _oracles()
     if oracles is None:  # pragma: no cover
         return []
     put_tries = execution.put_tries
-    found = [str(v) for v in oracles.check(execution.history, quiescent=False, put_tries=put_tries)]
-    if execution.cut is not None:
-        prefix = _prefix(execution.history, execution.cut)
-        for v in oracles.check(prefix, quiescent=True, put_tries=put_tries):
-            if str(v) not in found:
-                found.append(str(v))
+    hops = execution.hops or (None,)
+    found: list[str] = []
+    for hop in hops:
+        history = execution.history
+        suffix = ""
+        if hop is not None and len(hops) > 1:
+            history = _hop_history(execution, hop)
+            suffix = f" [hop {hop.label}]"
+        checks = [(history, False)]
+        if execution.cut is not None:
+            checks.append((_prefix(history, execution.cut), True))
+        for part, quiescent in checks:
+            for v in oracles.check(part, quiescent=quiescent, put_tries=put_tries):
+                message = str(v) + suffix
+                if message not in found:
+                    found.append(message)
     return found
+
+
+_SENDING = ("save_async", "cancel_sender")
+_RECEIVING = ("load_async", "poll_ready", "cleanup_receiver")
+
+
+def _hop_history(execution: Execution, hop: Hop) -> History:
+    """The records of one hop, in their original order and sequence numbers."""
+    oracles = _oracles()
+    out = History()
+    for record in execution.history.records():
+        if isinstance(record, oracles.CallRecord):
+            keep = (
+                (record.adapter == hop.sender and record.call in _SENDING)
+                or (record.adapter == hop.receiver and record.call in _RECEIVING)
+                or (record.call == "stop" and record.adapter in (hop.sender, hop.receiver))
+            )
+        elif isinstance(record, ConnectorOp):
+            parsed = oracles.split_key(record.key)
+            keep = parsed is not None and parsed[1] == hop.stage_id
+        elif isinstance(record, BuildCall):
+            keep = execution.build_roles.get(id(record)) == hop.sender
+        else:
+            keep = True
+        if keep:
+            out.append(record)
+    return out
 
 
 def _prefix(history: History, cut: int) -> History:

@@ -16,12 +16,15 @@ livelock.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Protocol
+from collections.abc import Callable
+
+from . import real
+from .tasks import Aborted, ExplorerMisuse, Failure, Scheduler, Step, Task, TaskState
 
 __all__ = [
     "Aborted",
@@ -35,75 +38,14 @@ __all__ = [
 ]
 
 
-class Aborted(BaseException):
-    """Raised inside a task to unwind it when its execution is abandoned.
-
-    A ``BaseException`` so that an adapter's ``except Exception`` cannot swallow it.
-    """
-
-
-class ExplorerMisuse(RuntimeError):
-    """The explorer was used in a way it cannot support (the message says how to fix it)."""
-
-
-class Scheduler(Protocol):
-    """What a strategy offers the controller (one module per strategy implements it)."""
-
-    def start_execution(self) -> bool:
-        """Prepare the next execution; ``False`` when there is none left to run."""
-
-    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
-        """Pick the task to run next from *runnable* (sorted ids; *current* if still runnable)."""
-
-    def next_u64(self) -> int:
-        """A random number for the code under test (recorded, so replay reproduces it)."""
-
-
-class TaskState(Enum):
-    RUNNABLE = "runnable"
-    BLOCKED = "blocked"
-    FINISHED = "finished"
-
-
-@dataclass(eq=False)
-class Task:
-    """One controlled thread."""
-
-    tid: int
-    name: str
-    baton: threading.Lock
-    thread: threading.Thread | None = None
-    state: TaskState = TaskState.RUNNABLE
-    blocked_on: str = ""
-    deadline: float | None = None
-    wake_reason: str = ""
-    joiners: list[Task] = field(default_factory=list)
-
-    def __repr__(self) -> str:
-        return f"Task({self.tid}, {self.name!r}, {self.state.value})"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One switch point as the trace shows it."""
-
-    index: int
-    tid: int
-    time: float
-    label: str
-
-
-@dataclass(frozen=True)
-class Failure:
-    """Why an execution failed. ``kind``: deadlock, livelock, crash, hang, uncontrolled,
-    script, violation, diverged."""
-
-    kind: str
-    message: str
-
-
 class Controller:
-    """Runs one execution: tasks, baton passing, the virtual clock, failure detection."""
+    """Runs one execution: tasks, baton passing, the virtual clock, failure detection.
+
+    Invariant: outside :meth:`run`'s start and its abort, at most one task runs
+    at a time (the one whose baton is released: :attr:`current`). Decisions are
+    recorded under ``_lock`` and frozen when the execution ends, so a thread that
+    comes back late (after an abort) cannot change the schedule already reported.
+    """
 
     def __init__(
         self,
@@ -115,25 +57,40 @@ class Controller:
     ) -> None:
         self.scheduler = scheduler
         self.max_steps = max_steps
+        # wall_timeout: real seconds one task may run without coming back to the
+        # controller before the execution is abandoned as "uncontrolled". It is a
+        # bound on a single hand-off, not on the execution, so a slow machine
+        # never turns a long execution into a finding.
         self.wall_timeout = wall_timeout
         # every_step: ask the scheduler even when only one task can run (PCT
         # counts steps); otherwise only real choices reach it.
         self.every_step = every_step
         self.now = 0.0
         self.steps = 0
+        self.handoffs = 0  # bumped whenever a task enters the controller (the watchdog's pulse)
         self.tasks: list[Task] = []
         self.current: Task | None = None
         self.trace: list[Step] = []
         self.decisions: list[tuple[str, int]] = []  # ("t", tid) or ("r", random value)
         self.failures: list[Failure] = []
+        self.foreign: list[str] = []  # threads seen using the explorer that it does not run
         self.progress = 0  # bumped by the wrappers on puts, values got and builds
         self.main_done = False
+        self.idents: set[int] = set()  # every task's thread ident, finished or not
         self._by_ident: dict[int, Task] = {}
         self._aborting = False
+        self._frozen = False
+        # _lock (a real lock: the controller never uses patched primitives) guards
+        # decisions, failures, foreign and _frozen against a task that comes back
+        # while the driver ends the execution. Held for an append; nobody waits on it.
+        self._lock = real.allocate_lock()
         # _done: set (once) when the execution is over: every task finished, or
         # a failure stopped it. The driver thread waits on it; the task that
         # ends the execution sets it.
-        self._done = threading.Event()
+        self._done = real.Event()
+        # Called on the driver when the execution is over, before it is frozen (the
+        # explorer scans for threads it does not run there).
+        self.before_finish: Callable[[], None] | None = None
 
     # -- the driver side -------------------------------------------------
 
@@ -142,47 +99,83 @@ class Controller:
         task = self.spawn(main, "scheduler", is_main=True)
         self.current = task
         task.baton.release()
-        if not self._done.wait(self.wall_timeout):
-            running = self.current.name if self.current else "?"
-            last = self.trace[-1].label if self.trace else "its start"
-            self.failures.append(
-                Failure(
-                    "uncontrolled",
-                    f"thread {running!r} did not come back to the explorer within "
-                    f"{self.wall_timeout} s after '{last}': it blocks on something the "
-                    "explorer does not control (a real threading primitive, time.sleep, "
-                    "a socket...). Route it through the runtime, or substitute its module.",
-                )
-            )
+        pulse, since = -1, real.monotonic()
+        while not self._done.wait(min(self.wall_timeout, 0.5)):
+            if self.handoffs != pulse:
+                pulse, since = self.handoffs, real.monotonic()
+            elif real.monotonic() - since >= self.wall_timeout:
+                self._report_stuck()
+                break
+        if self.before_finish is not None:
+            self.before_finish()
+        self.finish()
         self._abort_all()
+
+    def _report_stuck(self) -> None:
+        running = self.current.name if self.current else "?"
+        last = self.trace[-1].label if self.trace else "its start"
+        self._add_failure(
+            Failure(
+                "uncontrolled",
+                f"thread {running!r} did not come back to the explorer within "
+                f"{self.wall_timeout:.1f} s (real time) after '{last}': it blocks on something "
+                "the explorer does not control (a real threading primitive made outside the "
+                "execution, a socket, a C extension...). Route it through the runtime, or "
+                "substitute its module (--substitute MODULE), or give the factory a runtime=.",
+            )
+        )
+
+    def finish(self) -> None:
+        """Freeze the decisions and failures: the execution is over whatever runs late."""
+        with self._lock:
+            self._frozen = True
+            if self.foreign and not any(f.kind == "uncontrolled" for f in self.failures):
+                # First: whatever else went wrong may be its consequence.
+                self.failures.insert(0, Failure("uncontrolled", _foreign_message(self.foreign)))
 
     def _abort_all(self) -> None:
         self._aborting = True
         for task in self.tasks:
             if task.state is TaskState.FINISHED or task.thread is None:
                 continue
-            if task is self.current and not self._done.is_set():
-                continue  # still running uncontrolled code; cannot be stopped
-            task.baton.release()
-            task.thread.join(self.wall_timeout)
+            # A blocked task wakes and raises Aborted; a free baton (RuntimeError) means
+            # the task is about to take it, and raises Aborted once it has.
+            with contextlib.suppress(RuntimeError):
+                task.baton.release()
+            stuck = task is self.current and not self._done.is_set()
+            real.thread_join(task.thread, 0.05 if stuck else self.wall_timeout)
 
     # -- tasks ------------------------------------------------------------
 
-    def spawn(self, target: Callable[[], None], name: str, *, is_main: bool = False) -> Task:
-        baton = threading.Lock()
+    def spawn(
+        self,
+        target: Callable[[], None],
+        name: str,
+        *,
+        is_main: bool = False,
+        thread: threading.Thread | None = None,
+    ) -> Task:
+        """A new task running *target*: on a new thread, or on *thread* (a ``Thread`` the
+        code under test made and started: its ``run`` is wrapped, so ``current_thread()``
+        inside it is that object)."""
+        baton = real.allocate_lock()
         baton.acquire()
         task = Task(len(self.tasks), name, baton)
         self.tasks.append(task)
-        thread = threading.Thread(
-            target=self._body, args=(task, target, is_main), name=name, daemon=True
-        )
+        body = functools.partial(self._body, task, target, is_main)
+        if thread is None:
+            thread = real.Thread(target=body, name=name, daemon=True)
+        else:
+            thread.run = body  # type: ignore[method-assign]
+            thread.daemon = True  # an abandoned task must never keep the process alive
         task.thread = thread
-        thread.start()
+        real.thread_start(thread)
         return task
 
     def _body(self, task: Task, target: Callable[[], None], is_main: bool) -> None:
-        ident = threading.get_ident()
+        ident = real.get_ident()
         self._by_ident[ident] = task
+        self.idents.add(ident)
         task.baton.acquire()
         try:
             if not self._aborting:
@@ -190,13 +183,13 @@ class Controller:
         except Aborted:
             task.state = TaskState.FINISHED
             return
+        except ExplorerMisuse as exc:
+            self._add_failure(Failure("uncontrolled", f"in thread {task.name!r}: {exc}"))
         except BaseException as exc:
             kind = "script" if is_main else "crash"
             what = "the scheduler script" if is_main else f"thread {task.name!r}"
             detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            self.failures.append(
-                Failure(kind, f"{what} raised {exc!r} at t={self.now:.4f}\n{detail}")
-            )
+            self._add_failure(Failure(kind, f"{what} raised {exc!r} at t={self.now:.4f}\n{detail}"))
         finally:
             self._by_ident.pop(ident, None)
         if is_main:
@@ -206,18 +199,32 @@ class Controller:
             self.wake(joiner, "joined")
         task.joiners.clear()
         if not self._aborting:
-            self._reschedule(task)
+            with contextlib.suppress(Aborted):  # the execution ended while it finished
+                self._reschedule(task)
+
+    def is_task(self) -> bool:
+        """Whether the calling thread is one of this execution's running tasks."""
+        return real.get_ident() in self._by_ident
 
     def me(self) -> Task:
-        task = self._by_ident.get(threading.get_ident())
+        task = self._by_ident.get(real.get_ident())
         if task is None:
+            name = threading.current_thread().name
+            if not self._frozen:
+                self.note_foreign(f"thread {name!r} ran {_caller()} (it used the explorer's "
+                                  "primitives or connector)")  # fmt: skip
             raise ExplorerMisuse(
-                f"a controlled primitive was used from thread "
-                f"{threading.current_thread().name!r}, which the explorer does not run; "
-                "use the primitives only from the scenario and the threads the adapter "
-                "starts through its runtime"
+                f"a controlled primitive was used from thread {name!r}, which the explorer "
+                "does not run; use the primitives only from the scenario and the threads the "
+                "adapter starts (through its runtime, or threading while it is explored)"
             )
         return task
+
+    def note_foreign(self, what: str) -> None:
+        """Record a thread the explorer does not run doing the adapter's work."""
+        with self._lock:
+            if not self._frozen and what not in self.foreign:
+                self.foreign.append(what)
 
     # -- switch points ----------------------------------------------------
 
@@ -250,16 +257,29 @@ class Controller:
     def note(self, label: str) -> None:
         """Add a line to the trace without a switch point (script calls and their results)."""
         task = self.me()
+        self.handoffs += 1
         self.trace.append(Step(len(self.trace), task.tid, self.now, label))
 
     def random_u64(self) -> int:
         value = self.scheduler.next_u64()
-        self.decisions.append(("r", value))
+        self._decide(("r", value))
         return value
+
+    def _decide(self, decision: tuple[str, int]) -> None:
+        with self._lock:
+            if self._frozen:
+                raise Aborted  # the execution is over: this late thread must not choose
+            self.decisions.append(decision)
+
+    def _add_failure(self, failure: Failure) -> None:
+        with self._lock:
+            if not self._frozen:
+                self.failures.append(failure)
 
     # -- the scheduling core (runs on the thread that gives up the baton) --
 
     def _reschedule(self, me: Task) -> None:
+        self.handoffs += 1
         nxt = self._pick(me)
         if nxt is me:
             return
@@ -273,6 +293,8 @@ class Controller:
             raise Aborted
 
     def _pick(self, me: Task) -> Task | None:
+        if self._frozen:
+            return None
         runnable = [t for t in self.tasks if t.state is TaskState.RUNNABLE]
         while not runnable:
             blocked = [t for t in self.tasks if t.state is TaskState.BLOCKED]
@@ -309,7 +331,7 @@ class Controller:
             self._fail("diverged", str(exc))
             return None
         if len(runnable) > 1:
-            self.decisions.append(("t", tid))
+            self._decide(("t", tid))
         chosen = self.tasks[tid] if 0 <= tid < len(self.tasks) else None
         if chosen is None or chosen.state is not TaskState.RUNNABLE:
             self._fail("diverged", f"the schedule chose task {tid}, which cannot run now")
@@ -332,5 +354,26 @@ class Controller:
             )
 
     def _fail(self, kind: str, message: str) -> None:
-        self.failures.append(Failure(kind, message))
+        self._add_failure(Failure(kind, message))
         self._done.set()
+
+
+def _caller() -> str:
+    """``module.function`` of the innermost frame outside the explorer (who called in)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", "?"))
+        if not module.startswith("chunk_adapter.explore"):
+            return f"{module}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "code outside any module"
+
+
+def _foreign_message(foreign: list[str]) -> str:
+    return (
+        "threads the explorer does not run did the adapter's work during the execution: "
+        + "; ".join(foreign)
+        + ". They were started where the explorer could not see it (a C extension, a module "
+        "it did not patch, a thread made before the execution). Name that module with "
+        "--substitute MODULE (substitute=[...]), or give the factory a runtime= keyword."
+    )

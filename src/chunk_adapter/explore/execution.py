@@ -1,8 +1,9 @@
-"""One execution: build the adapter on the controlled runtime, run the script, check.
+"""One execution: build the adapters on the controlled runtime, run the script, check.
 
 :func:`run_once` is the unit every strategy repeats. It gives the factory a
 connector stack ``ExplorerConnector(RecordingConnector(FaultyConnector(
-MemoryConnector)))`` and a recording builder, both sharing one
+MemoryConnector)))`` shared by every member of the scenario's topology
+(:mod:`.pipeline`), and each member a recording builder, all recording into one
 :class:`~chunk_adapter.history.History`; runs the scenario's script as the
 scheduler thread; and hands the history to the checker.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,16 +21,27 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..factory import accepts_runtime, reference_factory
+from ..factory import reference_factory
 from ..history import History
+from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
+from .patches import ACTIVE, forget_executor_threads
+from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
 from .schedule import encode
-from .substitute import ACTIVE, substituted
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
-__all__ = ["QUIET", "Checker", "Execution", "Setup", "run_once"]
+__all__ = [
+    "QUIET",
+    "Checker",
+    "Execution",
+    "SettleTimeout",
+    "Setup",
+    "Substitute",
+    "prepared",
+    "run_once",
+]
 
 QUIET = logging.getLogger("chunk_adapter.explore.adapter")
 """The logger the explored adapter gets: records go nowhere (many executions log faults)."""
@@ -38,6 +52,14 @@ Checker = Callable[["Execution"], list[str]]
 """Checks one finished execution (its history, scenario and quiescent cut); returns messages."""
 
 
+class SettleTimeout(RuntimeError):
+    """``settle()`` never saw the adapters go quiet (reported as a ``script`` failure)."""
+
+
+Substitute = Sequence[ModuleType | str] | str
+"""What ``substitute=`` takes: modules or dotted names (a package: all of it), or ``"auto"``."""
+
+
 @dataclass
 class Setup:
     """How executions are built and judged (the same for every execution of a run)."""
@@ -46,8 +68,10 @@ class Setup:
     checker: Checker | None = None
     max_steps: int = 50_000
     wall_timeout: float = 20.0
-    substitute: Sequence[ModuleType] = ()
+    substitute: Substitute = ()
     wrap: Callable[[Any, History], Any] | None = None  # e.g. oracles.RecordedAdapter
+    control: Control | None = None
+    """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
 
 
 @dataclass
@@ -69,26 +93,59 @@ class Execution:
     cut: int | None = None
     """A history sequence number taken just before the final ``stop()`` of a script that
     settled and polled first: everything up to it is a quiescent, still-running history."""
+    hops: tuple[Hop, ...] = ()
+    """The links of the topology; the checker judges each on its own records."""
+    build_roles: dict[int, str] = field(default_factory=dict)
+    """``id(BuildCall) -> role`` of the member whose builder recorded it."""
+    mode: str = "white-box"
+    """How the adapters were controlled: ``"white-box"`` or ``"substitution"``."""
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
 
+class _RoleHistory(History):
+    """The history a member's builder records into: the shared one, noting whose builds."""
+
+    def __init__(self, shared: History, roles: dict[int, str], role: str) -> None:
+        super().__init__()
+        self.shared, self.roles, self.role = shared, roles, role
+
+    def tick(self) -> int:
+        return self.shared.tick()
+
+    def append(self, record: Any) -> None:
+        self.shared.append(record)
+        self.roles[id(record)] = self.role
+
+
+def _names(substitute: Substitute) -> tuple[ModuleType | str, ...]:
+    return () if isinstance(substitute, str) else tuple(substitute)
+
+
 @contextmanager
-def prepared(setup: Setup) -> Iterator[None]:
-    """Check that the factory can be explored, and substitute modules if asked."""
-    if setup.substitute:
-        with substituted(setup.substitute):
-            yield
-        return
-    if not accepts_runtime(setup.factory):
+def prepared(setup: Setup) -> Iterator[Control]:
+    """Decide how to control the factory's adapters (:mod:`.control`), then keep every
+    thread they start under the explorer while the block runs."""
+    auto = bool(setup.substitute)
+    if setup.control is None and not auto and not _takes(setup.factory, "runtime"):
         raise ExplorerMisuse(
             f"factory {setup.factory!r} takes no runtime=, so the explorer cannot control "
-            "its threads. Give it a runtime= keyword (see chunk_adapter.runtime), or "
-            "explore it in substitution mode: substitute=[the adapter's module]"
+            "its threads white-box. Give it a runtime= keyword (see chunk_adapter.runtime), "
+            "or explore it in substitution mode: substitute='auto' (or substitute=[the "
+            "adapter's modules])"
         )
-    yield
+    control = setup.control or plan_control(setup.factory, _names(setup.substitute))
+    if control.mode != "white-box" and not auto:
+        raise ExplorerMisuse(
+            f"factory {setup.factory!r} cannot be explored white-box: {control.evidence}. "
+            "Give it a runtime= keyword it uses (see chunk_adapter.runtime), or explore it "
+            "in substitution mode: substitute='auto' (or substitute=[the adapter's modules])"
+        )
+    setup.control = control
+    with controlled(control):
+        yield control
 
 
 def run_once(
@@ -102,39 +159,53 @@ def run_once(
     history = History()
     memory = MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
     faulty = FaultyConnector(memory)
-    builder = GatedBuilder(history=history)
     connector = ExplorerConnector(RecordingConnector(faulty, history), ctl)
+    layout = members(scenario.topology, scenario.stage_id)
+    build_roles: dict[int, str] = {}
+    builders = {
+        m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
+    }
     quiescent_at: list[int | None] = [None]
-
     options = {k: v for k, v in scenario.options.items() if _takes(setup.factory, k)}
+    pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     def main() -> None:
-        kwargs: dict[str, Any] = dict(options)
-        if not setup.substitute:
-            kwargs["runtime"] = runtime
-        if "logger" not in kwargs and _takes(setup.factory, "logger"):
-            kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
-        adapter = setup.factory(
-            connector,
-            stage_id=scenario.stage_id,
-            src_stage_id=scenario.stage_id,
-            build_payload=ExplorerBuilder(builder, ctl),
-            **kwargs,
-        )
-        _name_primitives(adapter)
-        target = setup.wrap(adapter, history) if setup.wrap is not None else adapter
+        adapters: dict[str, Any] = {}
+        for m in layout:
+            kwargs: dict[str, Any] = dict(options)
+            if pass_runtime:
+                kwargs["runtime"] = runtime
+            if "logger" not in kwargs and _takes(setup.factory, "logger"):
+                kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
+            adapter = setup.factory(
+                connector,
+                stage_id=m.stage_id,
+                src_stage_id=m.src_stage_id,
+                build_payload=ExplorerBuilder(builders[m.role], ctl),
+                **kwargs,
+            )
+            _name_primitives(adapter, "" if len(layout) == 1 else f"{m.role}.")
+            target = setup.wrap(adapter, history) if setup.wrap is not None else adapter
+            if len(layout) > 1 and hasattr(target, "name"):
+                target.name = m.role  # RecordedAdapter: records say which member was called
+            adapters[m.role] = target
         script = scenario.script
         for i, op in enumerate(script):
             if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
                 quiescent_at[0] = history.tick()
             ctl.note(str(op))
-            _apply(op, target, ctl, runtime, scenario, faulty, builder)
+            _apply(op, adapters, ctl, runtime, scenario, faulty, builders)
 
+    baseline = frozenset(sys._current_frames())
+    ctl.before_finish = lambda: _scan_threads(ctl, baseline)
     ACTIVE.runtime = runtime
+    ACTIVE.candidates = setup.control.module_names if setup.control else frozenset()
+    ACTIVE.baseline = baseline
     try:
         ctl.run(main)
     finally:
-        ACTIVE.runtime = None
+        ACTIVE.runtime, ACTIVE.candidates, ACTIVE.baseline = None, frozenset(), frozenset()
+        forget_executor_threads(ctl)
     execution = Execution(
         scenario=scenario,
         schedule=encode(ctl.decisions),
@@ -147,6 +218,9 @@ def run_once(
         cut=quiescent_at[0],
         options=options,
         put_tries=_put_tries(setup.factory, options),
+        hops=tuple(hops(scenario.topology, scenario.stage_id)),
+        build_roles=build_roles,
+        mode=setup.control.mode if setup.control else "white-box",
     )
     if execution.ok and setup.checker is not None:
         execution.failures.extend(
@@ -155,40 +229,45 @@ def run_once(
     return execution
 
 
+def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
+    """Note threads that appeared during the execution, are not tasks, and run the
+    adapter's code (a thread started where the patches could not see it)."""
+    candidates = ACTIVE.candidates
+    if not candidates:
+        return
+    for ident, frame in sys._current_frames().items():
+        if ident in baseline or ident in ctl.idents:
+            continue
+        f: Any = frame
+        while f is not None:
+            module = f.f_globals.get("__name__")
+            if module in candidates:
+                thread = threading._active.get(ident)  # type: ignore[attr-defined]
+                name = thread.name if thread is not None else f"ident {ident}"
+                ctl.note_foreign(f"thread {name!r} (not started under the explorer) runs {module}")
+                break
+            f = f.f_back
+
+
 def _apply(
     op: Op,
-    target: Any,
+    adapters: dict[str, Any],
     ctl: Controller,
     runtime: ControlledRuntime,
     scenario: Scenario,
     faulty: FaultyConnector,
-    builder: GatedBuilder,
+    builders: dict[str, GatedBuilder],
 ) -> None:
     kind = op.kind
     if kind == "fail_put" or kind == "fail_get":
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
-        return
-    if kind == "fail_build":
-        builder.fail(op.request_id, times=op.times)
-        return
-    if kind == "settle":
+    elif kind == "fail_build":
+        for role in roles_for(op, tuple(adapters)):
+            builders[role].fail(op.request_id, times=op.times)
+    elif kind == "settle":
         _settle(ctl, runtime, scenario)
-        return
-    try:
-        if kind == "save":
-            target.save_async(op.request_id, op.obj, op.final)
-        elif kind == "cancel":
-            target.cancel_sender(op.request_id)
-        elif kind == "load":
-            target.load_async(op.request_id)
-        elif kind == "cleanup":
-            target.cleanup_receiver(op.request_id)
-        elif kind == "poll":
-            ctl.note(f"  poll_ready() -> {target.poll_ready()!r}")
-        elif kind == "stop":
-            target.stop()
-    except RuntimeError as exc:  # a call after stop(): the contract says it raises
-        ctl.note(f"  {op} raised {exc!r}")
+    else:
+        call(op, adapters, ctl.note)
 
 
 def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> None:
@@ -198,7 +277,7 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
     seen = ctl.progress
     while ctl.now - last_change < scenario.idle:
         if ctl.now - start > scenario.settle_limit:
-            raise ExplorerMisuse(
+            raise SettleTimeout(
                 f"settle(): still busy after {scenario.settle_limit} virtual seconds "
                 f"(progress counter {ctl.progress}); something keeps putting or building"
             )
@@ -233,9 +312,9 @@ def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | No
     return param.default
 
 
-def _name_primitives(adapter: Any) -> None:
+def _name_primitives(adapter: Any, prefix: str) -> None:
     """Call each controlled lock, condition and event after the adapter attribute
     holding it (``_send_lock``...), so the trace reads like the adapter's code."""
     for attr, value in getattr(adapter, "__dict__", {}).items():
         if isinstance(value, (ControlledLock, ControlledCondition, ControlledEvent)):
-            value.name = attr
+            value.name = prefix + attr

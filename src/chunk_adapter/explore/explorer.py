@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from ..factory import reference_factory
 from .checks import default_checker, default_wrap
-from .execution import Checker, Execution, Setup, prepared, run_once
+from .execution import Checker, Execution, Setup, Substitute, prepared, run_once
 from .scenario import Scenario
 from .strategies import ReplayStrategy, Strategy
 from .trace import format_trace
@@ -85,6 +84,8 @@ def describe(execution: Execution, strategy: str, executions: int, factory_spec:
     lines += ["", "Trace (one column per thread; t is virtual time):"]
     lines.append(format_trace(execution.trace, execution.task_names))
     factory_arg = f", factory=load_factory({factory_spec!r})" if factory_spec else ""
+    if execution.mode == "substitution":
+        factory_arg += ", substitute='auto'"
     lines += [
         "",
         f"Replay string: {execution.schedule}",
@@ -129,13 +130,16 @@ def explore(
     time_budget: float | None = None,
     max_steps: int = 50_000,
     wall_timeout: float = 20.0,
-    substitute: Sequence[ModuleType] = (),
+    substitute: Substitute = (),
     save_failure: bool = False,
 ) -> Report:
     """Run *scenario* under every schedule *strategy* produces; stop at the first failure.
 
-    ``factory`` builds the adapter (default: the reference one); it must take
-    ``runtime=``, or the adapter's module must be given in ``substitute``.
+    ``factory`` builds the adapters (default: the reference one). White-box, it
+    takes ``runtime=`` and uses it. Otherwise pass ``substitute="auto"``, or the
+    adapter's modules or packages (objects or dotted names): every thread the
+    adapter starts is then controlled through the standard library's threading
+    (:mod:`.control`); the named modules are added to the ones found automatically.
     ``checker`` judges each finished execution (default: the contract oracles;
     ``None``: only deadlocks, livelocks, hangs and crashes fail). The run
     ends when the strategy has no more executions, after ``max_executions``,
@@ -152,7 +156,7 @@ def explore(
         checker=default_checker if checker is _DEFAULT else checker,
         max_steps=max_steps,
         wall_timeout=wall_timeout,
-        substitute=tuple(substitute),
+        substitute=substitute,
         wrap=default_wrap(),
     )
     executions = 0
@@ -190,15 +194,18 @@ def replay(
     *,
     factory: Callable[..., Any] | None = None,
     checker: Checker | Any | None = _DEFAULT,
-    substitute: Sequence[ModuleType] = (),
+    substitute: Substitute = (),
     max_steps: int = 50_000,
+    wall_timeout: float = 20.0,
 ) -> Execution:
-    """Run *scenario* once more under the recorded *schedule* and return that execution."""
+    """Run *scenario* once more under the recorded *schedule* and return that execution
+    (a fresh adapter; ``substitute`` as for :func:`explore`)."""
     setup = Setup(
         factory=factory if factory is not None else reference_factory,
         checker=default_checker if checker is _DEFAULT else checker,
         max_steps=max_steps,
-        substitute=tuple(substitute),
+        wall_timeout=wall_timeout,
+        substitute=substitute,
         wrap=default_wrap(),
     )
     with prepared(setup):

@@ -72,13 +72,22 @@ def _ops(rids: tuple[str, ...], stage_id: int) -> st.SearchStrategy[Op]:
 
 
 @st.composite
-def scenarios(draw: Any, request_ids: tuple[str, ...] = ("a", "b"), max_ops: int = 6) -> Scenario:
+def scenarios(
+    draw: Any,
+    request_ids: tuple[str, ...] = ("a", "b"),
+    max_ops: int = 6,
+    topology: str = "loopback",
+) -> Scenario:
     """Short scripts over *request_ids* that a well-behaved scheduler could issue.
 
     The one usage rule of the contract is kept: a request that was cancelled
     gets its final chunk saved (appended at the end if the script has none).
+    ``topology`` as for :class:`Scenario` (``"loopback"``: one adapter, stage 1,
+    three threads, the cheapest to shrink; ``"pipeline"``: sender stage 0 and
+    receiver stage 1, five threads).
     """
-    ops: list[Op] = draw(st.lists(_ops(request_ids, 1), min_size=1, max_size=max_ops))
+    stage = 1 if topology == "loopback" else 0
+    ops: list[Op] = draw(st.lists(_ops(request_ids, stage), min_size=1, max_size=max_ops))
     open_cancel: set[str] = set()
     for op in ops:
         if op.kind == "cancel" and op.request_id is not None:
@@ -92,4 +101,6 @@ def scenarios(draw: Any, request_ids: tuple[str, ...] = ("a", "b"), max_ops: int
         tuple(ops),
         consume_on_get=consume,
         options={"idle_backoff": 0.01, "put_tries": 2},
+        topology=topology,
+        stage_id=stage,
     )

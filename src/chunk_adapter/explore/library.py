@@ -1,13 +1,27 @@
 """Race-prone scenarios, one or more per key question of the design card (1–7).
 
 Each is small on purpose: the explorer's cost grows with the number of switch
-points, and each scenario isolates one question. The scheduler thread, the
-SAVE thread and the RECV thread all take part in every one. Request ids are
-short; the adapter's ``stage_id`` is 1, so chunk ``n`` of ``r`` has key
-``r_1_n``.
+points, and each scenario isolates one question.
+
+Every question comes twice. ``pipeline/<name>`` drives a pipeline of two
+adapters (:mod:`.pipeline`), as a deployment does: a *sender* (``stage_id`` 0)
+that gets the saves and cancels, and a *receiver* (``stage_id`` 1, reading
+stage 0) that gets the loads, polls and cleanups; chunk ``n`` of ``r`` has key
+``r_0_n``, and the scheduler thread and both adapters' SAVE and RECV threads
+take part. ``pipeline/three-stage`` adds a middle adapter that receives and
+re-sends the same request ids. The plain ``<name>`` is the *loopback* form:
+one adapter whose receiver reads its own stage (``stage_id`` 1, keys
+``r_1_n``), as the explorer first ran them. It has three threads instead of
+five, so bounded DFS stays small (``q5-cleanup-inflight-get`` completes at
+preemption bound 2 in a few thousand executions), and schedules recorded
+against these names keep replaying. The verify stage runs every
+``pipeline/...`` scenario and the loopback ``q5-cleanup-inflight-get``
+(:data:`VERIFY`).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from .scenario import (
     Scenario,
@@ -17,12 +31,13 @@ from .scenario import (
     fail_put,
     load,
     poll,
+    relay,
     save,
     settle,
     stop,
 )
 
-__all__ = ["LIBRARY", "scenario"]
+__all__ = ["LIBRARY", "VERIFY", "scenario"]
 
 _ALL = [
     Scenario(
@@ -33,7 +48,7 @@ _ALL = [
     Scenario(
         "q2-id-advances-on-put",
         (load("b"), fail_put("b_1_0"), save("b", 0), save("b", 1), save("b", 2, True)),
-        question="2: the chunk id advances only after a successful put",
+        question="2: the chunk id advances only after a successful put (chunk 0 fails once)",
         options={"put_tries": 2},
     ),
     Scenario(
@@ -120,7 +135,39 @@ _ALL = [
     ),
 ]
 
-LIBRARY: dict[str, Scenario] = {s.name: s for s in _ALL}
+
+def _as_pipeline(loop: Scenario) -> Scenario:
+    """The loopback scenario on a sender (stage 0) and a receiver (stage 1, reading 0)."""
+    ops = tuple(
+        replace(op, key=op.key.replace("_1_", "_0_")) if op.key is not None else op
+        for op in loop.ops
+    )
+    return replace(loop, name=f"pipeline/{loop.name}", ops=ops, topology="pipeline", stage_id=0)
+
+
+_LOOPBACKS = [replace(s, topology="loopback", stage_id=1) for s in _ALL]
+_PIPELINES = [_as_pipeline(s) for s in _LOOPBACKS] + [
+    Scenario(
+        "pipeline/three-stage",
+        (
+            load("m", on="middle"),
+            load("m"),
+            save("m", "x"),
+            save("m", "y", True),
+            settle(),
+            relay(),
+        ),
+        question="a middle stage receives and re-sends the same request ids to a third",
+        options={"idle_backoff": 0.01},
+        topology="three-stage",
+    ),
+]
+
+LIBRARY: dict[str, Scenario] = {s.name: s for s in _LOOPBACKS + _PIPELINES}
+"""Every scenario by name: the loopback forms, then the ``pipeline/`` ones."""
+
+VERIFY: tuple[str, ...] = (*(s.name for s in _PIPELINES), "q5-cleanup-inflight-get")
+"""What ``chunk-adapter verify`` explores: every pipeline scenario, and one loopback."""
 
 
 def scenario(name: str) -> Scenario:

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
-from .controller import Controller, ExplorerMisuse, Task, TaskState
+from .controller import Controller
+from .tasks import ExplorerMisuse, Task, TaskState
 
 __all__ = [
     "ControlledCondition",
@@ -136,6 +137,7 @@ class ControlledCondition:
 
     def __init__(self, ctl: Controller, lock: ControlledLock, name: str) -> None:
         if not isinstance(lock, ControlledLock):
+            ctl.note_foreign(f"a Condition was made over a real lock ({lock!r})")
             raise ExplorerMisuse(
                 f"Condition({lock!r}): under the explorer a condition needs a lock from the "
                 "same runtime (runtime.Lock()), not a real threading lock"
@@ -166,6 +168,8 @@ class ControlledCondition:
         ctl = self._ctl
         ctl.switch_point(f"wait {self.name} timeout={timeout}")
         me = self._check_owner("wait")
+        if timeout is not None and timeout <= 0:
+            return False  # a zero wait: nobody can notify in between (the switch point was it)
         count = getattr(self.lock, "count", 1)
         self.lock._release_fully()
         self._waiters.append(me)
@@ -239,8 +243,8 @@ class ControlledEvent:
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl
         ctl.switch_point(f"wait {self.name} timeout={timeout}")
-        if self._flag:
-            return True
+        if self._flag or (timeout is not None and timeout <= 0):
+            return self._flag
         me = ctl.me()
         self._waiters.append(me)
         ctl.block(f"wait {self.name}", _deadline(ctl, timeout))
@@ -262,6 +266,10 @@ class ControlledThread:
     @property
     def name(self) -> str:
         return self._task.name
+
+    @property
+    def ident(self) -> int | None:
+        return self._task.thread.ident if self._task.thread is not None else None
 
     def join(self, timeout: float | None = None) -> None:
         ctl = self._ctl

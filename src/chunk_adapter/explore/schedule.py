@@ -9,10 +9,11 @@ Encoding (version 1)::
 
     1:<decisions>:<body>
 
-``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...)
-followed by a repeat count when it repeats (``a12`` = twelve times thread 0),
-and a random number as ``~<hex>.``. ``decisions`` is the number of decisions,
-so a truncated string is caught. Example: ``1:17:a9cb2a5``.
+``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...
+``z`` = 25; a thread from 26 on as ``{<id>}``) followed by a repeat count when
+it repeats (``a12`` = twelve times thread 0), and a random number as
+``~<hex>.``. ``decisions`` is the number of decisions, so a truncated string
+is caught. Example: ``1:17:a9cb2a5``.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ __all__ = ["Decision", "decode", "encode"]
 Decision = tuple[str, int]  # ("t", thread id) or ("r", random value)
 
 _VERSION = "1"
-_MAX_TASKS = 26
-_TOKEN = re.compile(r"([a-z])(\d*)|~([0-9a-f]+)\.")
+_LETTERS = 26
+_TOKEN = re.compile(r"([a-z]|\{\d+\})(\d*)|~([0-9a-f]+)\.")
 
 
 def encode(decisions: list[Decision]) -> str:
@@ -40,14 +41,13 @@ def encode(decisions: list[Decision]) -> str:
             parts.append(f"~{value:x}.")
             i += 1
             continue
-        if not 0 <= value < _MAX_TASKS:
-            raise InvalidValue(
-                f"schedule strings name at most {_MAX_TASKS} threads, got thread id {value}"
-            )
+        if value < 0:
+            raise InvalidValue(f"a thread id in a schedule is >= 0, got {value}")
         run = 1
         while i + run < len(decisions) and decisions[i + run] == ("t", value):
             run += 1
-        parts.append(chr(ord("a") + value) + (str(run) if run > 1 else ""))
+        name = chr(ord("a") + value) if value < _LETTERS else f"{{{value}}}"
+        parts.append(name + (str(run) if run > 1 else ""))
         i += run
     return f"{_VERSION}:{len(decisions)}:{''.join(parts)}"
 
@@ -75,7 +75,8 @@ def decode(text: str) -> list[Decision]:
         if match.group(3) is not None:
             decisions.append(("r", int(match.group(3), 16)))
         else:
-            tid = ord(match.group(1)) - ord("a")
+            letter = match.group(1)
+            tid = int(letter[1:-1]) if letter[0] == "{" else ord(letter) - ord("a")
             decisions.extend([("t", tid)] * int(match.group(2) or "1"))
         pos = match.end()
     if len(decisions) != int(fields[1]):

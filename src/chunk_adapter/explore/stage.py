@@ -1,80 +1,218 @@
-"""The ``explore`` stage of ``chunk-adapter verify``: every library scenario, seeded."""
+"""The ``explore`` stage of ``chunk-adapter verify``: the library's pipelines, seeded.
+
+Every scenario of :data:`~.library.VERIFY` runs under PCT and under uniform
+random schedules, a fixed number of executions each (by profile), planned
+inside the stage's deadline. A red must mean a bug, so:
+
+* the adapter is controlled as :mod:`.control` decides (white-box through
+  ``runtime=``, or substitution: every thread it starts through ``threading``
+  is controlled, whatever module it lives in);
+* a thread the explorer cannot control, or a block on something it does not
+  see (``uncontrolled``), makes the stage *inconclusive*, naming the thread and
+  the fix — never a violation; so does a schedule that diverges on replay;
+* a failure is replayed once from its replay string on a fresh adapter before it
+  is reported: a ``fail`` only if it fails again the same way, else
+  *inconclusive* (the run was not deterministic);
+* each scenario run that was cut short by the time budget is *inconclusive*,
+  with its coverage ("57 of 120 executions (time budget)").
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from types import ModuleType
 
+from ..errors import InvalidValue
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext, rules_named_in
+from .control import Control, plan_control
+from .controller import Failure
+from .execution import Execution
+from .explorer import Report, explore, replay
+from .library import LIBRARY, VERIFY
+from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["EXPLORE_RUNS", "run_stage"]
 
 
-# Executions per library scenario and strategy, by profile: fixed counts, not
-# time, so the same input gets the same verdict (a time cap only guards hangs).
+# Executions per scenario and strategy, by profile: fixed counts, not time, so
+# the same input gets the same verdict (time only cuts a run short, reported).
 EXPLORE_RUNS = {"quick": 25, "ci": 120, "hunt": 2000}
 # Rules for explorer failures that are not oracle violations (those name theirs).
 KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
+# Failures that say the run was not under the explorer's control: never a violation.
+NOT_CONTROLLED = ("uncontrolled", "diverged")
+RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
-    """Every library scenario under PCT and uniform random schedules, seeded.
-
-    White-box when the factory takes ``runtime=``; otherwise the factory's
-    module is explored in substitution mode (its ``threading``/``time`` names
-    are replaced while it runs; see docs/explorer.md for the limits).
-    """
-    import importlib
-
-    from ..explore import LIBRARY, PctStrategy, RandomStrategy
-    from ..explore import explore as run_explore
-    from ..factory import accepts_runtime
-
-    substitute: tuple[ModuleType, ...] = ()
-    if not accepts_runtime(factory):
-        substitute = (importlib.import_module(factory.__module__),)
+    """Every :data:`VERIFY` scenario under PCT and uniform random schedules, seeded."""
+    substitute = tuple(ctx.substitute)
+    try:
+        control = plan_control(factory, substitute, timeout=max(1.0, min(10.0, ctx.left() / 10)))
+    except InvalidValue as exc:
+        yield CheckResult(
+            "explore", "control", (), "inconclusive", str(exc), coverage="not started"
+        )
+        return
     runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
-    budget = ctx.seconds / (2 * len(LIBRARY))
-    for name, scenario in LIBRARY.items():
-        for strategy in (
-            PctStrategy(seed=ctx.seed, depth=3, executions=runs),
-            RandomStrategy(seed=ctx.seed, executions=runs),
-        ):
-            label = f"{name} / {strategy.describe()}"
-            ctx.announce(label)
-            report = run_explore(
-                scenario,
-                strategy,
-                factory=factory,
-                substitute=substitute,
-                time_budget=budget,
-            )
-            if report.failure is None:
-                yield CheckResult(
-                    "explore", label, _scenario_rules(scenario.question), "pass",
-                    report.summary(), seconds=report.seconds,
-                )  # fmt: skip
-                continue
-            failures = report.failure.failures
-            text = " ".join(f.message for f in failures)
-            rules = rules_named_in(text) or tuple(
-                dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES)
-            )
-            yield CheckResult(
-                "explore",
-                label,
-                rules,
-                "fail",
-                f"[{failures[0].kind}] {failures[0].message.splitlines()[0]}",
-                detail=report.describe_failure(),
-                replay=(
-                    f"chunk-adapter replay 'explore:{name}:{report.failure.schedule}' "
-                    f"--adapter {ctx.adapter_spec}"
-                ),
-                seconds=report.seconds,
-            )
+    plan = [(name, kind) for name in VERIFY for kind in ("pct", "random")]
+    took: list[float] = []  # seconds each finished scenario run took
+    for index, (name, kind) in enumerate(plan):
+        left = ctx.left() * (1 - RESERVE) - 1.0
+        if left <= 0.5:
+            yield _not_started(plan[index:], runs)
             return
+        strategy = _strategy(kind, ctx.seed, runs)
+        label = f"{name} / {strategy.describe()}"
+        ctx.announce(label)
+        wall = max(2.0, min(20.0, left / 4))
+        report = explore(
+            LIBRARY[name],
+            strategy,
+            factory=factory,
+            substitute=substitute or "auto",
+            time_budget=_share(left, len(plan) - index, took),
+            wall_timeout=wall,
+        )
+        took.append(report.seconds)
+        result = _judge(report, label, runs, control, ctx, wall, factory)
+        yield result
+        if result.verdict == "fail" or _uncontrolled(report.failure):
+            if index + 1 < len(plan) and result.verdict != "fail":
+                yield _not_started(plan[index + 1 :], runs, control)
+            return
+
+
+def _share(left: float, remaining: int, took: list[float]) -> float:
+    """Seconds the next scenario run may take: what is left minus what the runs after
+    it are expected to need (the mean so far), and never less than an even share."""
+    expected = sum(took) / len(took) if took else left / remaining
+    return max(left / remaining, left - (remaining - 1) * expected)
+
+
+def _strategy(kind: str, seed: int, runs: int) -> Strategy:
+    if kind == "pct":
+        return PctStrategy(seed=seed, depth=3, executions=runs)
+    return RandomStrategy(seed=seed, executions=runs)
+
+
+def _uncontrolled(execution: Execution | None) -> bool:
+    return execution is not None and any(f.kind == "uncontrolled" for f in execution.failures)
+
+
+def _judge(
+    report: Report,
+    label: str,
+    runs: int,
+    control: Control,
+    ctx: StageContext,
+    wall: float,
+    factory: AdapterFactory,
+) -> CheckResult:
+    scenario = report.scenario
+    rules = _scenario_rules(scenario.question)
+    done = f"{report.executions} of {runs} executions"
+    failed = report.failure
+    if failed is None:
+        if report.executions >= runs:
+            return CheckResult(
+                "explore", label, rules, "pass", f"{report.summary()}; {control.mode}",
+                seconds=report.seconds, coverage=done,
+            )  # fmt: skip
+        return CheckResult(
+            "explore", label, rules, "inconclusive",
+            f"no failure in {done}: the time budget ran out first; give verify more time "
+            f"(--max-seconds) to run them all{_slow(report)}", seconds=report.seconds,
+            coverage=f"{done} (time budget)",
+        )  # fmt: skip
+    first = failed.failures[0]
+    coverage = f"{done} (stopped at the first failure)"
+    if any(f.kind in NOT_CONTROLLED for f in failed.failures):
+        why = next(f for f in failed.failures if f.kind in NOT_CONTROLLED)
+        return CheckResult(
+            "explore", label, (), "inconclusive",
+            f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
+            f"(control: {control.describe()})",
+            detail=report.describe_failure(), seconds=report.seconds, coverage=coverage,
+        )  # fmt: skip
+    command = _replay_command(scenario.name, failed.schedule, ctx)
+    start = time.perf_counter()
+    again = replay(
+        scenario,
+        failed.schedule,
+        factory=factory,
+        substitute=tuple(ctx.substitute) or "auto",
+        wall_timeout=wall,
+    )
+    seconds = report.seconds + time.perf_counter() - start
+    if not _same_failure(failed.failures, again.failures):
+        got = ", ".join(sorted({_signature(f) for f in again.failures})) or "no failure"
+        return CheckResult(
+            "explore", label, (), "inconclusive",
+            f"[{first.kind}] did not reproduce on replay (got {got}): nondeterminism outside "
+            "the explorer's control, e.g. a thread it does not run, real time or randomness "
+            f"in the adapter (control: {control.describe()}); first run: "
+            f"{_first_line(first.message)}",
+            detail=report.describe_failure(), replay=command, seconds=seconds,
+            confirmation="replayed once: did not fail the same way", coverage=coverage,
+        )  # fmt: skip
+    text = " ".join(f.message for f in failed.failures)
+    found = rules_named_in(text) or tuple(
+        dict.fromkeys(KIND_RULES[f.kind] for f in failed.failures if f.kind in KIND_RULES)
+    )
+    return CheckResult(
+        "explore", label, found, "fail",
+        f"[{first.kind}] {_first_line(first.message)}",
+        detail=report.describe_failure(), replay=command, seconds=seconds,
+        confirmation="replayed once: failed again", coverage=coverage,
+    )  # fmt: skip
+
+
+def _slow(report: Report) -> str:
+    """A hint when executions took real seconds each: the adapter may wait for real."""
+    each = report.seconds / max(1, report.executions)
+    if each < 1.0:
+        return ""
+    return (
+        f" (each execution took {each:.1f} s of real time: the adapter may wait on something "
+        "the explorer cannot see, such as a primitive made at import or a socket)"
+    )
+
+
+def _signature(failure: Failure) -> str:
+    if failure.kind == "violation":
+        return failure.message.split(":", 1)[0]
+    return failure.kind
+
+
+def _same_failure(first: list[Failure], again: list[Failure]) -> bool:
+    return _signature(first[0]) in {_signature(f) for f in again}
+
+
+def _first_line(message: str) -> str:
+    return message.splitlines()[0] if message else ""
+
+
+def _replay_command(name: str, schedule: str, ctx: StageContext) -> str:
+    env = f"CHUNK_ADAPTER_SUBSTITUTE={','.join(ctx.substitute)} " if ctx.substitute else ""
+    return f"{env}chunk-adapter replay 'explore:{name}:{schedule}' --adapter {ctx.adapter_spec}"
+
+
+def _not_started(
+    rest: list[tuple[str, str]], runs: int, control: Control | None = None
+) -> CheckResult:
+    names = sorted({name for name, _ in rest})
+    why = (
+        "the explorer cannot control this adapter (see above)"
+        if control is not None
+        else "no time left before the stage's deadline; give verify more time (--max-seconds)"
+    )
+    return CheckResult(
+        "explore", "scenarios not run", (), "inconclusive",
+        f"{len(rest)} scenario runs not started ({', '.join(names)}): {why}",
+        coverage=f"0 of {runs * len(rest)} executions",
+    )  # fmt: skip
 
 
 def _scenario_rules(question: str) -> tuple[str, ...]:

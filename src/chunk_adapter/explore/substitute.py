@@ -1,190 +1,127 @@
-"""Substitution mode: explore an adapter that uses ``threading``/``time`` directly.
+"""The adapter's modules, and their ``from threading import Lock``-style names.
 
-A third-party adapter may take no runtime and call ``threading.Lock()``,
-``threading.Condition()``, ``threading.Thread(...).start()``,
-``threading.Event()``, ``time.monotonic()`` and ``time.sleep()`` itself. While
-such an adapter is explored, :func:`substituted` rebinds those names *in the
-adapter's module* to stand-ins that build the explorer's controlled primitives
-(for the execution that is running) and restores them afterwards.
+:mod:`.patches` routes the attributes of ``threading``, ``time`` and ``queue``,
+which covers ``import threading`` / ``threading.Lock()`` anywhere. A module
+that did ``from threading import Lock`` or ``from time import perf_counter``
+holds the real object under its own name; :func:`rebound` points those names at
+the routers for the duration of an exploration, in the *candidate modules*:
 
-What is replaced, per module given: a global bound to the ``threading`` or
-``time`` module (``import threading``) becomes a stand-in module whose
-``Lock``, ``RLock``, ``Condition``, ``Event``, ``Thread``, ``monotonic``,
-``perf_counter``, ``time`` and ``sleep`` are controlled; every other attribute
-is the real one. A global bound to one of those functions or classes
-(``from threading import Lock``) is replaced by its stand-in. See
-docs/explorer.md, "Substitution mode", for what this cannot reach.
+* the factory's module, and the modules of every class in the adapter's MRO
+  (found by a discovery build, :mod:`.control`);
+* every module of the factory's top-level package that is already imported
+  (not for ``chunk_adapter`` itself, whose modules are the explorer's);
+* the modules and packages the user names (``--substitute``, ``substitute=``):
+  a module object or a dotted name; a package means all its submodules.
+
+The same names are what the detection of uncontrolled threads looks for: a
+thread the explorer does not run, seen running code of a candidate module.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from .primitives import ControlledRuntime, ControlledThread
+from ..errors import InvalidValue
+from .patches import REAL_ONLY, REPLACEMENTS
 
-__all__ = ["ACTIVE", "substituted"]
+__all__ = ["candidate_modules", "named_modules", "rebound"]
 
-
-class _Active:
-    """The controlled runtime of the execution in progress (``None`` between executions)."""
-
-    runtime: ControlledRuntime | None = None
+_OWN = ("chunk_adapter",)  # the explorer's package: never expanded as "the factory's package"
 
 
-ACTIVE = _Active()
+def _is_stdlib(name: str) -> bool:
+    top = name.partition(".")[0]
+    names: Iterable[str] = getattr(sys, "stdlib_module_names", ())
+    return top in names or top in ("builtins", "__main__")
 
 
-def _rt() -> ControlledRuntime | None:
-    return ACTIVE.runtime
+def _usable(name: str) -> bool:
+    return not _is_stdlib(name) and not any(
+        name == p or name.startswith(p + ".") for p in REAL_ONLY
+    )
 
 
-def Lock() -> Any:
-    rt = _rt()
-    return rt.Lock() if rt is not None else threading.Lock()
-
-
-def RLock() -> Any:
-    rt = _rt()
-    return rt.RLock() if rt is not None else threading.RLock()
-
-
-def Condition(lock: Any = None) -> Any:
-    rt = _rt()
-    return rt.Condition(lock) if rt is not None else threading.Condition(lock)
-
-
-def Event() -> Any:
-    rt = _rt()
-    return rt.Event() if rt is not None else threading.Event()
-
-
-class Thread:
-    """Stands in for ``threading.Thread``: ``start`` hands the thread to the explorer."""
-
-    def __init__(
-        self,
-        group: None = None,
-        target: Callable[..., Any] | None = None,
-        name: str | None = None,
-        args: Sequence[Any] = (),
-        kwargs: dict[str, Any] | None = None,
-        *,
-        daemon: bool | None = None,
-    ) -> None:
-        self._target = target
-        self._args = tuple(args)
-        self._kwargs = dict(kwargs or {})
-        self.name = name or f"Thread-{id(self):x}"
-        self.daemon = bool(daemon)
-        self._handle: Any = None
-
-    def run(self) -> None:
-        if self._target is not None:
-            self._target(*self._args, **self._kwargs)
-
-    def start(self) -> None:
-        if self._handle is not None:
-            raise RuntimeError("threads can only be started once")
-        rt = _rt()
-        if rt is None:
-            real = threading.Thread(target=self.run, name=self.name, daemon=self.daemon)
-            real.start()
-            self._handle = real
+def named_modules(names: Sequence[ModuleType | str]) -> list[ModuleType]:
+    """The modules *names* stand for: a module, or a dotted name (a package: all of it)."""
+    out: list[ModuleType] = []
+    for item in names:
+        if isinstance(item, ModuleType):
+            module = item
+        elif isinstance(item, str) and item:
+            try:
+                module = importlib.import_module(item)
+            except ImportError as exc:
+                raise InvalidValue(
+                    f"cannot import the module {item!r} named to substitute: {exc}. Name an "
+                    "importable module or package (e.g. --substitute mypkg.core)"
+                ) from exc
         else:
-            self._handle = rt.start_thread(self.run, self.name)
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._handle is None:
-            raise RuntimeError("cannot join thread before it is started")
-        self._handle.join(timeout)
-
-    def is_alive(self) -> bool:
-        if self._handle is None:
-            return False
-        alive: bool = self._handle.is_alive()
-        return alive
-
-    def __repr__(self) -> str:
-        controlled = isinstance(self._handle, ControlledThread)
-        return f"<substituted Thread {self.name!r} controlled={controlled}>"
+            raise InvalidValue(
+                f"substitute= takes modules or dotted module names, got {item!r}; "
+                "e.g. substitute=['mypkg.core'] or --substitute mypkg"
+            )
+        out.append(module)
+        out.extend(_submodules(module))
+    return out
 
 
-def monotonic() -> float:
-    rt = _rt()
-    return rt.monotonic() if rt is not None else time.monotonic()
+def _submodules(package: ModuleType) -> list[ModuleType]:
+    path = getattr(package, "__path__", None)
+    if path is None:
+        return []
+    found = []
+    for info in pkgutil.walk_packages(path, package.__name__ + ".", onerror=lambda _: None):
+        try:
+            found.append(importlib.import_module(info.name))
+        except Exception:  # a submodule that cannot be imported cannot start threads either
+            continue
+    return found
 
 
-def perf_counter() -> float:
-    return monotonic()
+def candidate_modules(
+    factory: Callable[..., Any],
+    adapter_type: type | None,
+    named: Sequence[ModuleType | str] = (),
+) -> list[ModuleType]:
+    """The modules whose threading names are rebound and whose threads must be ours."""
+    chosen: dict[str, ModuleType] = {}
 
+    def add(name: str | None) -> None:
+        module = sys.modules.get(name or "")
+        if module is not None and _usable(module.__name__):
+            chosen.setdefault(module.__name__, module)
 
-def wall_time() -> float:
-    rt = _rt()
-    return 1_700_000_000.0 + rt.monotonic() if rt is not None else time.time()
-
-
-def sleep(seconds: float) -> None:
-    rt = _rt()
-    if rt is not None:
-        rt.sleep(seconds)
-    else:
-        time.sleep(seconds)
-
-
-class _StandIn(ModuleType):
-    """A module object: the given overrides, then everything else from the real module."""
-
-    def __init__(self, real: ModuleType, overrides: dict[str, Any]) -> None:
-        super().__init__(real.__name__, real.__doc__)
-        self._real = real
-        self.__dict__.update(overrides)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._real, name)
-
-
-THREADING = _StandIn(
-    threading,
-    {"Lock": Lock, "RLock": RLock, "Condition": Condition, "Event": Event, "Thread": Thread},
-)
-TIME = _StandIn(
-    time, {"monotonic": monotonic, "perf_counter": perf_counter, "time": wall_time, "sleep": sleep}
-)
-_REPLACE: dict[int, Any] = {
-    id(threading): THREADING,
-    id(time): TIME,
-    id(threading.Lock): Lock,
-    id(threading.RLock): RLock,
-    id(threading.Condition): Condition,
-    id(threading.Event): Event,
-    id(threading.Thread): Thread,
-    id(time.monotonic): monotonic,
-    id(time.perf_counter): perf_counter,
-    id(time.time): wall_time,
-    id(time.sleep): sleep,
-}
+    home = getattr(factory, "__module__", None)
+    add(home)
+    for cls in getattr(adapter_type, "__mro__", ()):
+        add(cls.__module__)
+    top = (home or "").partition(".")[0]
+    if top and top not in _OWN:
+        for name in sorted(sys.modules):
+            if name == top or name.startswith(top + "."):
+                add(name)
+    for module in named_modules(named):
+        chosen.setdefault(module.__name__, module)
+    return list(chosen.values())
 
 
 @contextmanager
-def substituted(modules: Sequence[ModuleType]) -> Iterator[None]:
-    """Rebind the threading/time names of *modules* to controlled stand-ins, then restore."""
+def rebound(modules: Sequence[ModuleType]) -> Iterator[None]:
+    """Point names bound to real threading/time/queue objects in *modules* at the routers."""
     saved: list[tuple[ModuleType, str, Any]] = []
     try:
         for module in modules:
-            if not isinstance(module, ModuleType):
-                raise TypeError(
-                    f"substitute= takes modules (e.g. [my_adapter_module]), got {module!r}"
-                )
             for name, value in list(vars(module).items()):
-                stand_in = _REPLACE.get(id(value))
-                if stand_in is not None:
+                entry = REPLACEMENTS.get(id(value))
+                if entry is not None and entry[0] is value:
                     saved.append((module, name, value))
-                    setattr(module, name, stand_in)
+                    setattr(module, name, entry[1])
         yield
     finally:
         for module, name, value in reversed(saved):

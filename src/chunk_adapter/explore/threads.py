@@ -23,8 +23,9 @@ from ..factory import reference_factory
 from ..history import History
 from .checks import default_checker, default_wrap
 from .controller import Failure
-from .execution import QUIET, Execution, _put_tries, _takes
-from .scenario import Scenario
+from .execution import QUIET, Execution, _put_tries, _RoleHistory, _takes
+from .pipeline import call, hops, members, roles_for
+from .scenario import Op, Scenario
 
 __all__ = ["ThreadRun", "run_threads"]
 
@@ -80,20 +81,31 @@ def run_threads(
         MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
     )
     progress = _Progress(RecordingConnector(faulty, history))
-    builder = GatedBuilder(history=history)
+    layout = members(scenario.topology, scenario.stage_id)
+    build_roles: dict[int, str] = {}
+    builders = {
+        m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
+    }
     options = {k: v for k, v in scenario.options.items() if _takes(factory, k)}
     kwargs: dict[str, Any] = dict(options)
     if _takes(factory, "logger"):
         kwargs["logger"] = QUIET
-    adapter = factory(
-        progress,
-        stage_id=scenario.stage_id,
-        src_stage_id=scenario.stage_id,
-        build_payload=builder,
-        **kwargs,
-    )
     wrap = default_wrap()
-    target = wrap(adapter, history) if wrap is not None else adapter
+    raw: list[Any] = []
+    adapters: dict[str, Any] = {}
+    for m in layout:
+        adapter = factory(
+            progress,
+            stage_id=m.stage_id,
+            src_stage_id=m.src_stage_id,
+            build_payload=builders[m.role],
+            **kwargs,
+        )
+        raw.append(adapter)
+        target = wrap(adapter, history) if wrap is not None else adapter
+        if len(layout) > 1 and hasattr(target, "name"):
+            target.name = m.role
+        adapters[m.role] = target
     run = ThreadRun()
     cut: int | None = None
     script = scenario.script
@@ -101,9 +113,9 @@ def run_threads(
         for i, op in enumerate(script):
             if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
                 cut = history.tick()
-            _apply(op, target, faulty, builder, progress, idle, settle_limit)
+            _apply(op, adapters, faulty, builders, progress, idle, settle_limit)
     run.failures += [Failure("crash", f"thread {name!r} raised {exc!r}") for name, exc in died]
-    stuck = [t.name for t in getattr(adapter, "threads", list)() if t.is_alive()]
+    stuck = [t.name for a in raw for t in getattr(a, "threads", list)() if t.is_alive()]
     if stuck:
         run.failures.append(Failure("hang", f"threads still alive after stop(): {stuck}"))
     execution = Execution(
@@ -117,6 +129,8 @@ def run_threads(
         cut=cut,
         options=options,
         put_tries=_put_tries(factory, options),
+        hops=tuple(hops(scenario.topology, scenario.stage_id)),
+        build_roles=build_roles,
     )
     run.failures += [Failure("violation", m) for m in default_checker(execution)]
     run.seconds = time.perf_counter() - start
@@ -141,10 +155,10 @@ def _crashes() -> Iterator[list[tuple[str, BaseException | None]]]:
 
 
 def _apply(
-    op: Any,
-    target: Any,
+    op: Op,
+    adapters: dict[str, Any],
     faulty: FaultyConnector,
-    builder: GatedBuilder,
+    builders: dict[str, GatedBuilder],
     progress: _Progress,
     idle: float,
     settle_limit: float,
@@ -153,7 +167,8 @@ def _apply(
     if kind in ("fail_put", "fail_get"):
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
     elif kind == "fail_build":
-        builder.fail(op.request_id, times=op.times)
+        for role in roles_for(op, tuple(adapters)):
+            builders[role].fail(op.request_id, times=op.times)
     elif kind == "settle":
         deadline = time.monotonic() + settle_limit
         seen, quiet_since = progress.count, time.monotonic()
@@ -162,18 +177,4 @@ def _apply(
             if progress.count != seen:
                 seen, quiet_since = progress.count, time.monotonic()
     else:
-        try:
-            if kind == "save":
-                target.save_async(op.request_id, op.obj, op.final)
-            elif kind == "cancel":
-                target.cancel_sender(op.request_id)
-            elif kind == "load":
-                target.load_async(op.request_id)
-            elif kind == "cleanup":
-                target.cleanup_receiver(op.request_id)
-            elif kind == "poll":
-                target.poll_ready()
-            elif kind == "stop":
-                target.stop()
-        except RuntimeError:
-            pass  # a call after stop(): the oracles judge it from the record
+        call(op, adapters, lambda line: None)

@@ -6,18 +6,20 @@ Record the scheduler's calls with :class:`RecordedAdapter` into the same
 """
 
 from .check import assert_ok, check
-from .records import UNCOPYABLE, CallRecord, RecordedAdapter
+from .records import UNCOPYABLE, CallRecord, RecordedAdapter, RecordedPipeline
 from .timeline import Timeline, split_key
-from .violations import ContractViolation, Violation
+from .violations import ContractViolation, Violation, root_first
 
 __all__ = [
     "UNCOPYABLE",
     "CallRecord",
     "ContractViolation",
     "RecordedAdapter",
+    "RecordedPipeline",
     "Timeline",
     "Violation",
     "assert_ok",
     "check",
+    "root_first",
     "split_key",
 ]

@@ -1,15 +1,16 @@
-"""Run every oracle over a recorded history."""
+"""Run every oracle over a recorded history; report the root cause first."""
 
 from __future__ import annotations
 
 from ..history import History
+from .inline import check_inline
 from .lifecycle import check_lifecycle
 from .receiver import check_receiver
 from .sender import check_sender
 from .timeline import Timeline
-from .violations import ContractViolation, Violation
+from .violations import ContractViolation, Violation, root_first
 
-__all__ = ["assert_ok", "check"]
+__all__ = ["assert_ok", "check", "collapse"]
 
 
 def check(history: History, *, quiescent: bool, put_tries: int | None = None) -> list[Violation]:
@@ -21,20 +22,38 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     not checked for a side whose adapter was stopped. ``put_tries`` is the
     adapter's configured number of put tries (R10); ``None`` checks only that a
     dropped chunk saw at least one failed put.
+
+    The list is ordered root cause first (:func:`~.violations.root_first`:
+    by the sequence number of the event that breaks each rule, liveness
+    last), and consequences of one fault on one chunk are reported once
+    (:func:`collapse`).
     """
     if put_tries is not None and (isinstance(put_tries, bool) or put_tries < 1):
         raise ValueError(f"put_tries counts every try and must be >= 1 or None, got {put_tries!r}")
     tl = Timeline.of(history)
-    out = check_sender(tl, quiescent=quiescent, put_tries=put_tries)
+    out = list(check_inline(tl.inline))
+    out += check_sender(tl, quiescent=quiescent, put_tries=put_tries)
     out += check_receiver(tl, quiescent=quiescent)
     out += check_lifecycle(tl)
-    return out
+    return collapse(root_first(out))
+
+
+def collapse(violations: list[Violation]) -> list[Violation]:
+    """Drop a liveness violation about a chunk that a safety violation already names.
+
+    A chunk put under the wrong id or with the wrong value (the root cause,
+    with an ``at``) is then also "never received" or "never handed out" for
+    the registration waiting for it: one fault, reported once, under the
+    rule it breaks first.
+    """
+    named = {(v.request_id, v.key) for v in violations if v.at is not None and v.key is not None}
+    return [v for v in violations if v.at is not None or (v.request_id, v.key) not in named]
 
 
 def assert_ok(
     history: History, *, quiescent: bool, put_tries: int | None = None, context: str = ""
 ) -> None:
-    """Raise :class:`ContractViolation` listing every violation ``check`` finds."""
+    """Raise :class:`ContractViolation` listing every violation ``check`` finds, root first."""
     violations = check(history, quiescent=quiescent, put_tries=put_tries)
     if violations:
         raise ContractViolation(violations, context)

@@ -1,4 +1,10 @@
-"""Oracles on stopping (R19): what the scheduler's calls do after ``stop()`` returned."""
+"""Oracles on stopping (R19): what the scheduler's calls do after ``stop()`` returned.
+
+Per adapter: in a pipeline the sender and the receiver are two adapters, and
+each call is judged against the ``stop()`` of the adapter it was made on (a
+``save_async`` after the sender stopped must raise; a ``poll_ready`` after
+the receiver stopped must still hand out what was received).
+"""
 
 from __future__ import annotations
 
@@ -21,11 +27,15 @@ def check_lifecycle(tl: Timeline) -> Iterator[Violation]:
         if c.call in _MUST_RAISE and not isinstance(c.error, RuntimeError):
             got = "returned normally" if c.error is None else f"raised {c.error!r}"
             yield Violation(
-                "R19", f"{c.call} after stop() must raise RuntimeError, but it {got}", c.request_id
+                "R19",
+                f"{c.call} after stop() must raise RuntimeError, but it {got}",
+                c.request_id,
+                at=c.begin,
             )
         elif c.call in _MUST_WORK and c.error is not None:
             yield Violation(
                 "R19",
                 f"{c.call} must keep working after stop(), but raised {c.error!r}",
                 c.request_id,
+                at=c.begin,
             )

@@ -29,20 +29,15 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
-        out += _no_get_past_final(
-            rid,
-            gets,
-            tl.registrations.get(rid, []),
-            _maybe_stale(gets, tl.registrations.get(rid, [])),
-        )
+        regs = tl.registrations.get(rid, [])
+        stale = _maybe_stale(gets, regs)
+        out += _no_get_past_final(rid, gets, regs, stale)
         out += _gets_return_puts(rid, gets, tl.puts.get(rid, []))
         by_id: dict[int, list[ConnectorOp]] = defaultdict(list)
         for g in gets:
             parsed = split_key(g.key)
             if parsed is not None and g.outcome == "ok":
                 by_id[parsed[2]].append(g)
-        regs = tl.registrations.get(rid, [])
-        stale = _maybe_stale(gets, regs)
         for n, reg in enumerate(regs):
             last = n == len(regs) - 1 and reg.cleanup is None
             out += _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale).run()
@@ -59,11 +54,14 @@ def _maybe_stale(gets: list[ConnectorOp], regs: list[Registration]) -> set[int]:
     get ended; so a get may be stale when a cleanup ended between the previous
     get's end and this get's begin.
     """
-    cleanups = [r.cleanup.end for r in regs if r.cleanup is not None]
+    cleanups = sorted(r.cleanup.end for r in regs if r.cleanup is not None)
     stale: set[int] = set()
+    if not cleanups:
+        return stale
     prev_end = 0
     for g in sorted(gets, key=lambda op: op.begin):
-        if any(prev_end < end < g.begin for end in cleanups):
+        i = bisect.bisect_right(cleanups, prev_end)  # the first cleanup ending after prev_end
+        if i < len(cleanups) and cleanups[i] < g.begin:
             stale.add(id(g))
         prev_end = g.end
     return stale
@@ -75,7 +73,7 @@ def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
         if c.call != "poll_ready" or c.error is not None:
             continue
         if not isinstance(c.result, dict):
-            yield Violation("R15", f"poll_ready must return a dict, got {c.result!r}")
+            yield Violation("R15", f"poll_ready must return a dict, got {c.result!r}", at=c.begin)
             continue
         for rid, values in c.result.items():
             if not isinstance(values, list) or not values:
@@ -84,12 +82,16 @@ def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
                     f"poll_ready returned {values!r} for a request; a request with nothing new "
                     "must be absent and the others map to a non-empty list",
                     rid,
+                    at=c.begin,
                 )
             else:
                 for v in values:
                     if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
                         yield Violation(
-                            "R2", f"poll_ready handed out {v!r}, not the dict that was put", rid
+                            "R2",
+                            f"poll_ready handed out {v!r}, not the dict that was put",
+                            rid,
+                            at=c.begin,
                         )
 
 
@@ -106,10 +108,14 @@ def _stray(tl: Timeline) -> Iterator[Violation]:
                 f"poll_ready handed out {d.value!r} after cleanup_receiver returned and before "
                 "any new load_async",
                 rid,
+                at=d.poll.begin,
             )
         else:
             yield Violation(
-                "R12", f"poll_ready handed out {d.value!r} for a request never registered", rid
+                "R12",
+                f"poll_ready handed out {d.value!r} for a request never registered",
+                rid,
+                at=d.poll.begin,
             )
 
 
@@ -138,6 +144,7 @@ def _no_get_past_final(
                 "again)",
                 rid,
                 gets[i].key,
+                gets[i].begin,
             )
             return
 
@@ -155,7 +162,7 @@ def _gets_return_puts(
             continue
         if not any(p.begin < g.end and p.value == g.value for p in put_values[g.key]):
             yield Violation(
-                "R2", f"get returned {g.value!r}, which was never put there", rid, g.key
+                "R2", f"get returned {g.value!r}, which was never put there", rid, g.key, g.begin
             )
 
 
@@ -192,7 +199,7 @@ class _Chain:
                 None,
             )
             if g is None:
-                out.append(self._unexplained(c, d.value, [x.value for x in ds[:c]]))
+                out.append(self._unexplained(c, d.value, [x.value for x in ds[:c]], d.poll.begin))
                 return out
             if c > 0 and _finished(ds[c - 1].value):
                 out.append(
@@ -200,6 +207,7 @@ class _Chain:
                         "R13",
                         f"poll_ready handed out {d.value!r} after this registration's final chunk",
                         self.rid,
+                        at=d.poll.begin,
                     )
                 )
                 return out
@@ -208,7 +216,8 @@ class _Chain:
             out += self._liveness(len(ds), last_end)
         return out
 
-    def _unexplained(self, c: int, value: Any, before: list[Any]) -> Violation:
+    def _unexplained(self, c: int, value: Any, before: list[Any], at: int) -> Violation:
+        """Why chunk *c* handed out (by the poll that began at *at*) has no matching get."""
         load = self.reg.load.begin
         if any(value == b for b in before):
             return Violation(
@@ -216,6 +225,7 @@ class _Chain:
                 f"chunk {value!r} was handed out again as chunk {c} of the same registration "
                 "(poll_ready must swap out what it returns; exactly once, R14)",
                 self.rid,
+                at=at,
             )
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         if any(g.begin < load for g in same):
@@ -225,6 +235,7 @@ class _Chain:
                 "registration's load_async: a value of a cleaned-up registration crossed the "
                 "commit fence",
                 self.rid,
+                at=at,
             )
         if same:
             return Violation(
@@ -232,11 +243,13 @@ class _Chain:
                 f"chunk {value!r} handed out as chunk {c} of the registration, but it was got "
                 f"under key(s) {sorted({g.key for g in same})!r}: not in id order",
                 self.rid,
+                at=at,
             )
         return Violation(
             "R14",
             f"chunk {c} handed out ({value!r}) matches no value got for this request",
             self.rid,
+            at=at,
         )
 
     def _liveness(self, n: int, last_end: int) -> list[Violation]:

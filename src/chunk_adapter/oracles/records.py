@@ -5,7 +5,8 @@ with the shared :class:`~chunk_adapter.history.History` (so it orders against
 the connector operations and builds recorded there) and appended as one
 ``CallRecord``. ``save_async`` records a deep copy of the object taken at the
 call: the snapshot the contract says the payload must be built from (R4).
-Exceptions are recorded and re-raised unchanged.
+Exceptions are recorded and re-raised unchanged. :class:`RecordedPipeline`
+records a sender and a receiver (two adapters) driven by one scheduler.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Literal
 from ..factory import AdapterLike
 from ..history import History
 
-__all__ = ["UNCOPYABLE", "CallName", "CallRecord", "RecordedAdapter"]
+__all__ = ["UNCOPYABLE", "CallName", "CallRecord", "RecordedAdapter", "RecordedPipeline"]
 
 CallName = Literal[
     "save_async", "cancel_sender", "load_async", "poll_ready", "cleanup_receiver", "stop"
@@ -143,3 +144,62 @@ class RecordedAdapter:
 
     def __repr__(self) -> str:
         return f"RecordedAdapter({self.adapter!r}, name={self.name!r})"
+
+
+class RecordedPipeline:
+    """A sender and a receiver adapter, recorded into one history, driven as one scheduler.
+
+    The sending calls (``save_async``, ``cancel_sender``) go to *sender*, the
+    receiving ones (``load_async``, ``poll_ready``, ``cleanup_receiver``) to
+    *receiver*, each through its own :class:`RecordedAdapter` (``"sender"``,
+    ``"receiver"``), so the oracles judge each call against its own adapter's
+    ``stop()``. ``stop()`` stops the sender, then the receiver. When *sender*
+    is *receiver* (a loopback: one adapter receiving its own chunks) there is
+    one recorded adapter, named ``"adapter"``.
+    """
+
+    def __init__(self, sender: AdapterLike, receiver: AdapterLike, history: History) -> None:
+        self.loopback = sender is receiver
+        if self.loopback:
+            one = RecordedAdapter(sender, history, "adapter")
+            self.sender, self.receiver = one, one
+        else:
+            self.sender = RecordedAdapter(sender, history, "sender")
+            self.receiver = RecordedAdapter(receiver, history, "receiver")
+
+    @property
+    def sides(self) -> list[RecordedAdapter]:
+        """The recorded adapters, the sender first (one for a loopback)."""
+        return [self.sender] if self.loopback else [self.sender, self.receiver]
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        self.sender.save_async(request_id, obj, is_final)
+
+    def cancel_sender(self, request_id: str) -> None:
+        self.sender.cancel_sender(request_id)
+
+    def load_async(self, request_id: str) -> None:
+        self.receiver.load_async(request_id)
+
+    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+        return self.receiver.poll_ready()
+
+    def cleanup_receiver(self, request_id: str) -> None:
+        self.receiver.cleanup_receiver(request_id)
+
+    def stop(self) -> None:
+        """Stop the sender, then the receiver (also when the sender's stop raised)."""
+        try:
+            self.sender.stop()
+        finally:
+            if not self.loopback:
+                self.receiver.stop()
+
+    def __enter__(self) -> RecordedPipeline:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"RecordedPipeline({self.sender!r}, {self.receiver!r})"

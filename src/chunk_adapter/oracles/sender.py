@@ -1,56 +1,20 @@
 """Sender-side oracles: what reached the connector, per request (R2, R4–R11, R18, R23).
 
-The puts of a request are walked in the order they began (one SAVE thread
-puts them one at a time) and aligned with the request's saves, stream by
-stream (a stream ends at its final chunk): every non-final put must match a
-pending save of its stream, in save order, with the payload built from the
-snapshot taken at the call; saves passed over without a put must be explained
-(cancel, failed build, ``None`` payload, failed puts); the final is put once,
-last, with data ``None`` when the request was cancelled.
+Per put: the wire value (R2), contiguous ids per stream (R9), no put after the
+sender's ``stop()`` returned (R18). Then :class:`~.aligner.Aligner` matches the
+puts with the saves, stream by stream (R4–R8, R10, R11, R23).
 """
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
 
-from ..history import BuildCall, ConnectorOp
-from .records import CallRecord
+from ..history import ConnectorOp
+from .aligner import Aligner, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
 
 __all__ = ["check_sender"]
-
-INF = 1 << 62
-
-
-@dataclass
-class _Stream:
-    nonfinals: list[CallRecord] = field(default_factory=list)
-    final: CallRecord | None = None
-
-
-def _streams(saves: list[CallRecord]) -> list[_Stream]:
-    streams = [_Stream()]
-    for s in saves:
-        if s.args[1]:
-            streams[-1].final = s
-            streams.append(_Stream())
-        else:
-            streams[-1].nonfinals.append(s)
-    if not streams[-1].nonfinals and streams[-1].final is None:
-        streams.pop()
-    return streams
-
-
-def _data(op: ConnectorOp) -> Any:
-    return op.value.get("data") if isinstance(op.value, dict) else None
-
-
-def _finished(op: ConnectorOp) -> bool:
-    return isinstance(op.value, dict) and op.value.get("finished") is True
 
 
 def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> list[Violation]:
@@ -61,7 +25,7 @@ def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> lis
         out += _ids(rid, puts)
         out += _after_stop(rid, puts, tl.sender_stop_end)
         if tl.have_saves:  # else the sender is not recorded here: wire and id checks only
-            out += _Aligner(tl, rid, quiescent, put_tries).run()
+            out += Aligner(tl, rid, quiescent, put_tries).run()
     return out
 
 
@@ -75,9 +39,12 @@ def _wire(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
                 f"put value must be exactly {{'data': ..., 'finished': bool}}, got {v!r}",
                 rid,
                 op.key,
+                op.begin,
             )
         elif not isinstance(v["finished"], bool):
-            yield Violation("R2", f"'finished' must be a bool, got {v['finished']!r}", rid, op.key)
+            yield Violation(
+                "R2", f"'finished' must be a bool, got {v['finished']!r}", rid, op.key, op.begin
+            )
 
 
 def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
@@ -96,6 +63,7 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
                     "raised uses no id; the retry or the next chunk must reuse it)",
                     rid,
                     op.key,
+                    op.begin,
                 )
             continue
         if cid != expected:
@@ -106,8 +74,9 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
                 f"was put ({what})",
                 rid,
                 op.key,
+                op.begin,
             )
-        expected = 0 if _finished(op) else cid + 1
+        expected = 0 if is_final_put(op) else cid + 1
 
 
 def _after_stop(rid: str, puts: list[ConnectorOp], stop_end: int | None) -> Iterator[Violation]:
@@ -116,295 +85,4 @@ def _after_stop(rid: str, puts: list[ConnectorOp], stop_end: int | None) -> Iter
         return
     for op in puts:
         if op.begin > stop_end:
-            yield Violation("R18", "a put began after stop() had returned", rid, op.key)
-
-
-class _Aligner:
-    """Aligns one request's puts with its saves, stream by stream (module doc)."""
-
-    def __init__(self, tl: Timeline, rid: str, quiescent: bool, put_tries: int | None) -> None:
-        self.rid = rid
-        self.quiescent = quiescent and tl.sender_stop_end is None
-        self.put_tries = put_tries
-        self.have_builds = tl.have_builds
-        self.builds: list[BuildCall] = tl.builds.get(rid, [])  # in begin order
-        self._build_begins = [b.begin for b in self.builds]
-        self._builds_by_end = sorted(self.builds, key=lambda b: b.end)
-        self._build_ends = [b.end for b in self._builds_by_end]
-        self.cancels = tl.cancels.get(rid, [])
-        self.puts = tl.puts.get(rid, [])
-        self.streams = _streams(tl.saves.get(rid, []))
-        self.out: list[Violation] = []
-        self.k = 0  # current stream
-        self.i = 0  # next unmatched non-final of the current stream
-        self.failures = 0  # failed puts since the last successful put
-        self.prev_final_end = -1  # end of the previous stream's final put
-        self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
-
-    def v(self, rule: str, msg: str, key: str | None = None) -> None:
-        self.out.append(Violation(rule, msg, self.rid, key))
-
-    def run(self) -> list[Violation]:
-        for op in self.puts:
-            if op.outcome == "error":
-                self.failures += 1
-                continue
-            if op.outcome != "ok":
-                continue
-            if self.k >= len(self.streams):
-                kind = "final" if _finished(op) else "non-final"
-                self.v(
-                    "R11" if _finished(op) else "R5",
-                    f"a {kind} chunk was put but every saved chunk of the request was already "
-                    f"accounted for (data {_data(op)!r})",
-                    op.key,
-                )
-                return self.out
-            if _finished(op):
-                self._final(op)
-            else:
-                self._nonfinal(op)
-        if self.quiescent:
-            self._liveness()
-        return self.out
-
-    # ------------------------------------------------------------------ helpers
-    def _cancels(self, before: int) -> list[CallRecord]:
-        """Cancels that mark the current stream and began before *before*."""
-        return [c for c in self.cancels if self.prev_final_end < c.begin < before]
-
-    def _build_before(self, op: ConnectorOp, after: int) -> BuildCall | None:
-        """The last build that ended before *op* began, if it began after *after*.
-
-        One SAVE thread builds one chunk at a time, so that is the build of the
-        chunk *op* puts (or nothing, for a chunk put without a build).
-        """
-        i = bisect.bisect_left(self._build_ends, op.begin)
-        if i == 0:
-            return None
-        b = self._builds_by_end[i - 1]
-        return b if b.begin > after else None
-
-    def _dropped_ok(self, s: CallRecord, window_end: int) -> bool:
-        """Is there a reason besides failed puts for save *s* to have no put?"""
-        snap = s.args[0]
-        if not self.have_builds and snap is None:
-            return True  # identity build -> None payload -> skipped (R8)
-        lo = bisect.bisect_right(self._build_begins, s.begin)
-        hi = bisect.bisect_left(self._build_begins, window_end)
-        for b in self.builds[lo:hi]:
-            if not b.is_final and b.snapshot == snap and (b.outcome == "error" or b.result is None):
-                return True  # R7 / R8
-        return bool(self._cancels(window_end))  # R6
-
-    def _justify(
-        self, dropped: list[CallRecord], window_end: int, next_op: ConnectorOp | None
-    ) -> None:
-        """Saves passed over without a put must be explained (R5, R10)."""
-        by_put = [s for s in dropped if not self._dropped_ok(s, window_end)]
-        need = len(by_put) * (self.put_tries or 1)
-        key = next_op.key if next_op is not None else None
-        if by_put and self.failures < need:
-            snaps = [s.args[0] for s in by_put]
-            if self.failures == 0:
-                self.v(
-                    "R5",
-                    f"saved chunk(s) {snaps!r} were never put although a later chunk of the same "
-                    "stream was: nothing explains the drop (no cancel, failed build, None payload "
-                    "or failed put)",
-                    key,
-                )
-            else:
-                self.v(
-                    "R10",
-                    f"saved chunk(s) {snaps!r} dropped after {self.failures} failed put(s); "
-                    f"expected at least {need} ({self.put_tries or 1} tries each)",
-                    key,
-                )
-        if (
-            not dropped
-            and next_op is not None
-            and not _finished(next_op)
-            and self.put_tries is not None
-            and self.failures >= self.put_tries
-        ):
-            self.v(
-                "R10",
-                f"a non-final chunk was put after {self.failures} failed tries; it should have "
-                f"been dropped after {self.put_tries}",
-                next_op.key,
-            )
-
-    def _match(self, nonfinals: list[CallRecord], snap: Any, op: ConnectorOp) -> int | None:
-        for j in range(self.i, len(nonfinals)):
-            if nonfinals[j].begin < op.begin and nonfinals[j].args[0] == snap:
-                return j
-        return None
-
-    # -------------------------------------------------------------------- steps
-    def _nonfinal(self, op: ConnectorOp) -> None:
-        stream = self.streams[self.k]
-        data = _data(op)
-        if data is None:
-            self.v("R8", "a non-final chunk was put with data None; it must be skipped", op.key)
-        snap = data
-        if self.have_builds:
-            b = self._build_before(op, self.prev_final_end)
-            if b is None or b.is_final or b.outcome != "ok":
-                self.v(
-                    "R7",
-                    f"non-final chunk put (data {data!r}) without a successful build before it "
-                    f"(last build: {b!r})",
-                    op.key,
-                )
-                self.failures = 0
-                return
-            if b.result != data:
-                self.v(
-                    "R2",
-                    f"put data {data!r} is not what build_payload returned ({b.result!r})",
-                    op.key,
-                )
-            snap = b.snapshot
-        j = self._match(stream.nonfinals, snap, op)
-        if j is None:
-            earlier = any(s.args[0] == snap for s in stream.nonfinals[: self.i])
-            if earlier:
-                self.v(
-                    "R5",
-                    f"chunk built from {snap!r} was put again or out of save order "
-                    f"(pending saves: {[s.args[0] for s in stream.nonfinals[self.i :]]!r})",
-                    op.key,
-                )
-            else:
-                self.v(
-                    "R4",
-                    f"payload built from {snap!r}, which is no snapshot saved for this stream "
-                    f"(pending saves: {[s.args[0] for s in stream.nonfinals[self.i :]]!r}); "
-                    "the object must be copied at save_async time",
-                    op.key,
-                )
-            self.failures = 0
-            return
-        save = stream.nonfinals[j]
-        self._justify(stream.nonfinals[self.i : j], op.begin, op)
-        self._cancel_rules(save, op)
-        self.i = j + 1
-        self.failures = 0
-
-    def _cancel_rules(self, save: CallRecord, op: ConnectorOp) -> None:
-        """R6: non-finals saved after a cancel are dropped; at most one in progress slips by."""
-        for c in self._cancels(op.begin):
-            if c.end < save.begin:
-                self.v(
-                    "R6",
-                    f"chunk {save.args[0]!r} was saved after cancel_sender returned and must be "
-                    "dropped, but it was put",
-                    op.key,
-                )
-                return
-            start = op.begin
-            if self.have_builds:
-                b = self._build_before(op, save.begin)
-                start = b.begin if b is not None else op.begin
-            if start > c.end:
-                n = self.started_after.get(c.begin, 0) + 1
-                self.started_after[c.begin] = n
-                if n > 1:
-                    self.v(
-                        "R6",
-                        f"{n} queued non-final chunks were put after cancel_sender returned; only "
-                        "one already past the cancel check may be",
-                        op.key,
-                    )
-
-    def _final(self, op: ConnectorOp) -> None:
-        stream = self.streams[self.k]
-        s = stream.final
-        if s is None:
-            self.v(
-                "R11",
-                f"a final chunk was put (data {_data(op)!r}) but this stream's final was never "
-                "saved",
-                op.key,
-            )
-        else:
-            self._justify(stream.nonfinals[self.i :], op.begin, op)
-            self._final_data(s, op)
-        self.k += 1
-        self.i = 0
-        self.failures = 0
-        self.prev_final_end = op.end
-        self.started_after = {}
-
-    def _final_data(self, s: CallRecord, op: ConnectorOp) -> None:
-        data = _data(op)
-        cancels = self._cancels(op.begin)
-        definite = any(c.end < s.begin for c in cancels)
-        b = self._build_before(op, s.begin) if self.have_builds else None
-        if b is not None and not b.is_final:
-            b = None
-        if data is None:
-            explained = bool(cancels) or (
-                (b is not None and (b.outcome == "error" or b.result is None))
-                or (not self.have_builds and s.args[0] is None)
-            )
-            if not explained:
-                self.v(
-                    "R7",
-                    f"final chunk put with data None, but the request was not cancelled and its "
-                    f"build did not fail or return None (expected data from {s.args[0]!r})",
-                    op.key,
-                )
-            return
-        if definite:
-            self.v(
-                "R6",
-                f"final chunk saved after cancel_sender returned must be put with data None, "
-                f"got {data!r}",
-                op.key,
-            )
-            return
-        if self.have_builds:
-            if b is None or b.outcome != "ok":
-                self.v("R7", f"final put with data {data!r} but no successful build of it", op.key)
-            elif b.result != data:
-                self.v(
-                    "R2",
-                    f"final data {data!r} is not what build_payload returned ({b.result!r})",
-                    op.key,
-                )
-            elif b.snapshot != s.args[0]:
-                self.v(
-                    "R4",
-                    f"final payload built from {b.snapshot!r}, but the snapshot at save_async "
-                    f"was {s.args[0]!r}",
-                    op.key,
-                )
-        elif data != s.args[0]:
-            self.v(
-                "R4",
-                f"final data {data!r} differs from the snapshot at save_async ({s.args[0]!r})",
-                op.key,
-            )
-
-    def _liveness(self) -> None:
-        """R11, R23: after quiescence every saved chunk was put, dropped or skipped."""
-        for k in range(self.k, len(self.streams)):
-            stream = self.streams[k]
-            start = self.i if k == self.k else 0
-            if k != self.k:
-                self.failures = 0
-            by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
-            if len(by_put) * (self.put_tries or 1) > self.failures:
-                self.v(
-                    "R23",
-                    f"saved chunk(s) {[s.args[0] for s in by_put]!r} were never put (after "
-                    f"quiescence; {self.failures} failed put(s) seen)",
-                )
-            if stream.final is not None:
-                self.v(
-                    "R11",
-                    f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
-                    "quiescence, adapter running)",
-                )
+            yield Violation("R18", "a put began after stop() had returned", rid, op.key, op.begin)

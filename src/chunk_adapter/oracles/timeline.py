@@ -4,23 +4,30 @@ Sender side: successful ``save_async`` calls, ``cancel_sender`` calls, builds
 and puts of each request. Receiver side: registrations (derived from the
 ``load_async`` / ``cleanup_receiver`` sequence), gets, and the values each
 ``poll_ready`` handed out. Keys are split with :func:`split_key`; the oracles
-assume one sending stage per history (many requests, any number of adapters).
+assume one sending stage per history (many requests, any number of adapters:
+a pipeline's sender and receiver are told apart by ``CallRecord.adapter``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp, History
+from .inline import InlineWork
 from .records import CallRecord
 
 __all__ = ["Delivery", "Registration", "Timeline", "split_key"]
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def split_key(key: str) -> tuple[str, int, int] | None:
-    """``"r_1_3"`` -> ``("r", 1, 3)``; a request id may itself contain ``_``."""
+    """``"r_1_3"`` -> ``("r", 1, 3)``; a request id may itself contain ``_``.
+
+    Cached: the oracles split the same keys over and over as a history grows.
+    """
     parts = key.rsplit("_", 2)
     if len(parts) != 3:
         return None
@@ -66,6 +73,8 @@ class Timeline:
     have_saves: bool  # any save_async recorded: the sender is observed
     sender_stop_end: int | None  # end of the first stop() of an adapter that saved
     stopped_adapters: dict[str, int]  # adapter name -> end of its first completed stop()
+    # builds, puts and gets a scheduler call did itself, on its own thread (R3)
+    inline: list[tuple[CallRecord, BuildCall | ConnectorOp]] = field(default_factory=list)
 
     @classmethod
     def of(cls, history: History) -> Timeline:
@@ -89,12 +98,26 @@ class Timeline:
                 stopped.setdefault(c.adapter, c.end)
         sender_stops = [end for name, end in stopped.items() if name in senders]
 
+        finder = InlineWork(calls)
+        inline: list[tuple[CallRecord, BuildCall | ConnectorOp]] = []
         builds: dict[str, list[BuildCall]] = defaultdict(list)
+        inline_builds: dict[str, list[BuildCall]] = defaultdict(list)
         for b in builds_all:
-            builds[b.request_id].append(b)
+            around = finder.call_around(b)
+            if around is None:
+                builds[b.request_id].append(b)
+            else:  # not the SAVE thread's: kept out of the alignment, reported as R3
+                inline.append((around, b))
+                inline_builds[b.request_id].append(b)
+        for rid, bs in inline_builds.items():
+            if rid not in builds:  # an adapter that only ever builds inline: align with those
+                builds[rid] = bs
         puts: dict[str, list[ConnectorOp]] = defaultdict(list)
         gets: dict[str, list[ConnectorOp]] = defaultdict(list)
         for op in ops:
+            around = finder.call_around(op)
+            if around is not None:
+                inline.append((around, op))
             parsed = split_key(op.key)
             if parsed is None:
                 continue
@@ -114,6 +137,7 @@ class Timeline:
             have_saves=bool(senders),
             sender_stop_end=min(sender_stops) if sender_stops else None,
             stopped_adapters=stopped,
+            inline=sorted(inline, key=lambda pair: pair[1].begin),
         )
 
     def sender_ids(self) -> list[str]:
@@ -126,8 +150,12 @@ class Timeline:
 def _registrations(
     calls: list[CallRecord],
 ) -> tuple[dict[str, list[Registration]], list[tuple[str, Delivery]]]:
-    """Replay load/cleanup/poll in call order; attribute each delivery to a registration."""
-    current: dict[str, Registration] = {}
+    """Replay load/cleanup/poll in call order; attribute each delivery to a registration.
+
+    Registrations are per adapter: a ``poll_ready`` hands out only what its
+    own adapter's registrations received.
+    """
+    current: dict[tuple[str, str], Registration] = {}  # (adapter, request id) -> registration
     regs: dict[str, list[Registration]] = defaultdict(list)
     stray: list[tuple[str, Delivery]] = []
     for c in calls:
@@ -135,12 +163,12 @@ def _registrations(
             continue
         rid = c.request_id
         if c.call == "load_async" and rid is not None:
-            if rid not in current:
+            if (c.adapter, rid) not in current:
                 reg = Registration(rid, c)
-                current[rid] = reg
+                current[(c.adapter, rid)] = reg
                 regs[rid].append(reg)
         elif c.call == "cleanup_receiver" and rid is not None:
-            ended = current.pop(rid, None)
+            ended = current.pop((c.adapter, rid), None)
             if ended is not None:
                 ended.cleanup = c
         elif c.call == "poll_ready" and isinstance(c.result, dict):
@@ -148,8 +176,9 @@ def _registrations(
                 seq = values if isinstance(values, list) else [values]
                 for i, value in enumerate(seq):
                     d = Delivery(value, c, i)
-                    if got_rid in current:
-                        current[got_rid].deliveries.append(d)
+                    owner = current.get((c.adapter, got_rid))
+                    if owner is not None:
+                        owner.deliveries.append(d)
                     else:
                         stray.append((got_rid, d))
     return regs, stray

@@ -1,25 +1,37 @@
-"""What an oracle reports: a :class:`Violation` of one numbered contract rule."""
+"""What an oracle reports: a :class:`Violation` of one numbered contract rule.
+
+Violations are ordered **root cause first**: ``at`` is the history sequence
+number of the earliest recorded event that breaks the rule (the put, get or
+call that should not have happened), and ``None`` for a liveness violation —
+something that never happened, which is almost always the consequence of an
+earlier fault. :func:`root_first` sorts by it, so the first violation of a
+list is the one to fix.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ContractViolation", "Violation"]
+__all__ = ["ContractViolation", "Violation", "root_first", "rules_in_order"]
 
 
 @dataclass(frozen=True)
 class Violation:
     """One broken rule: ``rule`` ("R9"), what was expected and what happened.
 
-    ``str(v)`` starts with the rule number, so a failure message can be grepped
-    for the rule it is about.
+    ``at`` is the sequence number (:class:`~chunk_adapter.history.History`)
+    of the earliest event that breaks it, ``None`` when nothing that happened
+    breaks it but something that should have happened never did (liveness).
+    ``str(v)`` starts with the rule number, so a failure message can be
+    grepped for the rule it is about.
     """
 
     rule: str
     message: str
     request_id: str | None = None
     key: str | None = None
+    at: int | None = None
 
     def __str__(self) -> str:
         where = []
@@ -31,13 +43,32 @@ class Violation:
         return f"{self.rule}: {self.message}{suffix}"
 
 
+def root_first(violations: Iterable[Violation]) -> list[Violation]:
+    """*violations* ordered by ``at`` (liveness last), equal ones kept once; stable otherwise."""
+    seen: set[Violation] = set()
+    unique = []
+    for v in violations:
+        if v not in seen:
+            seen.add(v)
+            unique.append(v)
+    return sorted(unique, key=lambda v: (v.at is None, v.at if v.at is not None else 0))
+
+
+def rules_in_order(violations: Iterable[Violation]) -> list[str]:
+    """The rules *violations* name, in order of first appearance (root cause first)."""
+    return list(dict.fromkeys(v.rule for v in violations))
+
+
 class ContractViolation(AssertionError):
-    """Raised by ``assert_ok``: the history breaks one or more contract rules."""
+    """Raised by ``assert_ok``: the history breaks one or more contract rules.
+
+    ``violations`` keep the order they were given in (the oracles give them
+    root cause first); ``rules`` lists each rule once, in that order.
+    """
 
     def __init__(self, violations: Iterable[Violation], context: str = "") -> None:
         self.violations = list(violations)
-        rules = sorted({v.rule for v in self.violations}, key=_rule_order)
-        lines = [f"contract rules broken: {', '.join(rules)}"]
+        lines = [f"contract rules broken: {', '.join(rules_in_order(self.violations))}"]
         lines += [f"  - {v}" for v in self.violations]
         if context:
             lines.append(context)
@@ -45,9 +76,5 @@ class ContractViolation(AssertionError):
 
     @property
     def rules(self) -> list[str]:
-        return sorted({v.rule for v in self.violations}, key=_rule_order)
-
-
-def _rule_order(rule: str) -> tuple[int, str]:
-    digits = rule[1:]
-    return (int(digits), rule) if digits.isdigit() else (10**6, rule)
+        """Each rule once, the root cause's first."""
+        return rules_in_order(self.violations)

@@ -1,4 +1,5 @@
-"""The entry points: ``make_machine(factory)`` and ``run_conformance(factory)``."""
+"""The entry points: ``make_machine(factory)``, ``run_conformance(factory)``, and
+``replay_example(factory, blob)`` to re-run one recorded example."""
 
 from __future__ import annotations
 
@@ -9,9 +10,16 @@ from hypothesis import stateful as hypothesis_stateful
 
 from ..factory import AdapterFactory
 from ..profiles import current_profile, hypothesis_settings
+from .budget import Budget
 from .machine import ConformanceMachine, MachineConfig
 
-__all__ = ["make_machine", "reproduce_command", "run_conformance", "run_machine"]
+__all__ = [
+    "make_machine",
+    "replay_example",
+    "reproduce_command",
+    "run_conformance",
+    "run_machine",
+]
 
 
 def reproduce_command(factory: AdapterFactory, profile: str | None = None) -> str:
@@ -32,12 +40,18 @@ def make_machine(
     reproduce: str | None = None,
     settings: Settings | None = None,
     name: str | None = None,
+    loopback: bool = False,
+    budget: Budget | None = None,
 ) -> type[ConformanceMachine]:
     """A ``ConformanceMachine`` subclass bound to *factory*; use its ``.TestCase``.
 
     *put_tries* is the adapter's configured number of put tries (the contract's
     default is 3). *liveness_timeout* bounds each wait (default: the profile's).
-    *settings* defaults to the current profile's.
+    *settings* defaults to the current profile's. The machine drives a sender
+    and a receiver built by *factory*; *loopback* makes it drive one adapter
+    that receives its own chunks instead. *budget* (a
+    :class:`~chunk_adapter.stateful.budget.Budget`) stops it starting examples
+    past a deadline and records every failure with its reproducer.
     """
     if not callable(factory):
         raise TypeError(f"make_machine needs an adapter factory (a callable), got {factory!r}")
@@ -48,6 +62,8 @@ def make_machine(
         put_tries=put_tries,
         liveness_timeout=liveness_timeout,
         reproduce=reproduce if reproduce is not None else reproduce_command(factory),
+        loopback=loopback,
+        budget=budget,
     )
     cls_name = name or f"Conformance_{getattr(factory, '__name__', 'adapter')}"
     machine: type[ConformanceMachine] = type(cls_name, (ConformanceMachine,), {"config": config})
@@ -74,3 +90,36 @@ def run_machine(machine: type[ConformanceMachine], settings: Settings) -> None:
     """``run_state_machine_as_test`` (typed only in newer Hypothesis releases)."""
     runner: Any = hypothesis_stateful.run_state_machine_as_test
     runner(machine, settings=settings)
+
+
+def replay_example(
+    factory: AdapterFactory,
+    blob: str,
+    *,
+    profile: str | None = None,
+    reproduce: str | None = None,
+    loopback: bool = False,
+) -> tuple[Exception | None, str]:
+    """Re-run one example from its ``@reproduce_failure`` *blob*, once.
+
+    Returns the exception it failed with (``None`` if it passed) and what
+    Hypothesis printed (the steps, as runnable code). The same run as
+    ``chunk-adapter replay 'stateful:PROFILE:BLOB' --adapter SPEC``.
+    """
+    import contextlib
+    import io
+
+    import hypothesis
+    from hypothesis.errors import DidNotReproduce
+
+    machine = make_machine(factory, reproduce=reproduce, loopback=loopback)
+    hypothesis.reproduce_failure(hypothesis.__version__, blob.encode())(machine)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            run_machine(machine, hypothesis_settings(profile))
+    except DidNotReproduce:
+        return None, printed.getvalue()
+    except Exception as exc:  # the failure again (or the adapter raising)
+        return exc, printed.getvalue() + "\n".join(getattr(exc, "__notes__", []))
+    return None, printed.getvalue()

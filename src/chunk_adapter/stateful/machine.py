@@ -1,7 +1,9 @@
 """The conformance state machine: random sequences of calls, faults and gates.
 
 Each rule is one step on a :class:`~chunk_adapter.stateful.harness.Harness`,
-which settles after the step and runs the oracles. Three request ids (one with
+which settles after the step and runs the oracles. The harness drives a
+pipeline — a sender and a receiver built by the factory — unless the machine
+is made with ``loopback=True``. Three request ids (one with
 an ``_`` in it) so that collisions, cancels, cleanups and reuse of finished ids
 actually happen. Saved objects are lists the machine mutates after the call
 (R4); some saves pass ``None`` (R8). Gates hold a build, a put or a get so
@@ -18,14 +20,17 @@ put twice in one burst), and a request whose build is held is not cancelled
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from ..factory import AdapterFactory
 from ..profiles import current_profile
+from .budget import Budget
 from .harness import Harness
 
 __all__ = ["REQUEST_IDS", "ConformanceMachine", "MachineConfig"]
@@ -35,18 +40,47 @@ rids = st.sampled_from(REQUEST_IDS)
 payload_kinds = st.sampled_from(("list", "list", "list", "none"))
 
 
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def judged(fn: F) -> F:
+    """A rule that, once done, runs the oracles on the history and checks the puts
+    against the model (``Harness.judge``): once per rule, not after every call the
+    rule makes. A rule called by another (``stream`` calls ``save``) is judged with it.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(self: ConformanceMachine, *args: Any, **kwargs: Any) -> None:
+        self._depth += 1
+        try:
+            fn(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+        if self._depth == 0 and not self.h.failed:
+            self.h.judge(f"after {fn.__name__}")
+
+    return cast(F, wrapper)
+
+
 @dataclass(frozen=True)
 class MachineConfig:
-    """What a machine class needs to build its harness (set by ``make_machine``)."""
+    """What a machine class needs to build its harness (set by ``make_machine``).
+
+    ``loopback``: one adapter receiving its own chunks instead of a sender and a
+    receiver (:mod:`~chunk_adapter.stateful.world`). ``budget``: when to stop
+    starting examples, and where failures are recorded (the verify stage's).
+    """
 
     factory: AdapterFactory
     put_tries: int = 3
     liveness_timeout: float | None = None  # None: the profile's
     reproduce: str = ""
+    loopback: bool = False
+    budget: Budget | None = None
 
 
 class ConformanceMachine(RuleBasedStateMachine):
-    """Drives one adapter from ``config.factory`` (use ``make_machine`` to set it)."""
+    """Drives the adapters ``config.factory`` builds (use ``make_machine`` to set it)."""
 
     config: ClassVar[MachineConfig | None] = None
 
@@ -59,14 +93,26 @@ class ConformanceMachine(RuleBasedStateMachine):
                 "chunk_adapter.stateful.make_machine(factory)"
             )
         timeout = config.liveness_timeout or current_profile().liveness_timeout
-        self.h = Harness(
-            config.factory,
-            put_tries=config.put_tries,
-            liveness_timeout=timeout,
-            reproduce=config.reproduce,
-        )
+        self.budget = config.budget
+        if self.budget is not None:
+            self.budget.start_example()  # past the budget: OutOfBudget ends the run
+        try:
+            self.h = Harness(
+                config.factory,
+                put_tries=config.put_tries,
+                liveness_timeout=timeout,
+                reproduce=config.reproduce,
+                loopback=config.loopback,
+                budget=self.budget,
+                judge_each_settle=False,  # once per rule instead: the invariant below
+            )
+        except Exception as exc:  # the factory raised, or the first load_async failed
+            if self.budget is not None:
+                self.budget.record_failure(exc)
+            raise
         self.serial = 0
         self.ok = False
+        self._depth = 0  # rules running (judged when the outermost returns)
 
     def _object(self, rid: str, kind: str) -> Any:
         self.serial += 1
@@ -80,6 +126,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ sender
     @rule(rid=rids, final=st.booleans(), kind=payload_kinds)
+    @judged
     def save(self, rid: str, final: bool, kind: str) -> None:
         m = self.h.model
         if not m.stopped and m.held_save is not None and any(i.is_final for i in m.pending(rid)):
@@ -92,6 +139,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         final=st.booleans(),
         none_at=st.sampled_from((None, 0, 1, 2)),
     )
+    @judged
     def stream(self, rid: str, count: int, final: bool, none_at: int | None) -> None:
         """Save *count* non-final chunks (chunk *none_at* is ``None``: skipped, R8), then
         the final if *final*: one stream's worth."""
@@ -102,6 +150,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     @precondition(_save_idle)
     @rule(rid=rids, final=st.booleans(), at=st.sampled_from(("build", "put")))
+    @judged
     def save_held(self, rid: str, final: bool, at: str) -> None:
         """Save a chunk whose build (or put) is then held at a gate."""
         m = self.h.model
@@ -116,6 +165,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         self.h.save(rid, self._object(rid, "list"), final)
 
     @rule(rid=rids)
+    @judged
     def cancel(self, rid: str) -> None:
         held = self.h.model.held_save
         if held is not None and held.stage == "build" and held.item.request_id == rid:
@@ -124,11 +174,13 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.h.save_gate is not None)
     @rule()
+    @judged
     def release_save(self) -> None:
         self.h.release_save()
 
     # ---------------------------------------------------------------- receiver
     @rule(rid=rids, again=st.booleans())
+    @judged
     def load(self, rid: str, again: bool) -> None:
         """load_async, and with *again* a second time: it must change nothing (R12)."""
         self.h.load(rid)
@@ -136,21 +188,25 @@ class ConformanceMachine(RuleBasedStateMachine):
             self.h.load(rid)
 
     @rule(rid=rids)
+    @judged
     def cleanup(self, rid: str) -> None:
         self.h.cleanup(rid)
 
     @rule(rid=rids)
+    @judged
     def cleanup_and_reload(self, rid: str) -> None:
         """The scheduler re-admits a request: cleanup_receiver then load_async (R16)."""
         self.h.cleanup(rid)
         self.h.load(rid)
 
     @rule()
+    @judged
     def poll(self) -> None:
         self.h.poll()
 
     @precondition(lambda self: self._running() and self.h.recv_gate is None)
     @rule(rid=rids)
+    @judged
     def hold_get(self, rid: str) -> None:
         """Hold the registration's next get in flight (released by ``release_recv``)."""
         key = self.h.model.polling_key(rid)
@@ -159,6 +215,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self._running() and self.h.recv_gate is None)
     @rule(rid=rids, final=st.booleans())
+    @judged
     def reregister_during_get(self, rid: str, final: bool) -> None:
         """The race of R16 in one step: a get in flight across cleanup + load_async.
 
@@ -180,22 +237,26 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.h.recv_gate is not None)
     @rule()
+    @judged
     def release_recv(self) -> None:
         self.h.release_recv()
 
     # ------------------------------------------------------------------ faults
     @precondition(_running)
     @rule(times=st.integers(1, 4))
+    @judged
     def fail_puts(self, times: int) -> None:
         self.h.fail_puts(times)
 
     @precondition(_running)
     @rule(times=st.integers(1, 3))
+    @judged
     def fail_gets(self, times: int) -> None:
         self.h.fail_gets(times)
 
     @precondition(_running)
     @rule(rid=rids)
+    @judged
     def fail_build(self, rid: str) -> None:
         self.h.fail_build(rid)
 
@@ -204,6 +265,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         lambda self: self._running() and self.h.save_gate is None and self.h.recv_gate is None
     )
     @rule()
+    @judged
     def stop(self) -> None:
         self.h.stop()
 
@@ -211,5 +273,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         try:
             if not self.h.failed:
                 self.h.finish()
+                if self.budget is not None:
+                    self.budget.example_passed()
         finally:
             self.h.close()

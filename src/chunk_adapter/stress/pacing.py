@@ -1,8 +1,10 @@
 """Pacing scenarios (R17): no busy polling, no head-of-line blocking, idle means idle.
 
-These measure the adapter's own threads, so they run over a bare
-``MemoryConnector`` with only a cheap get counter around it (the recording
-wrappers would dominate the CPU they measure).
+These measure the adapters' own threads (a sender and a receiver, as in
+:mod:`~chunk_adapter.stress.rig`), so they run over a bare ``MemoryConnector``
+with only a cheap get counter around it (the recording wrappers would
+dominate the CPU they measure). Their windows are fixed; ``until`` (the
+stage's budget) is accepted like every scenario's.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import time
 from typing import Any
 
 from ..connectors import MemoryConnector
-from ..factory import AdapterFactory, AdapterLike
+from ..factory import AdapterFactory
 from .measure import CountingConnector, measure_window
 from .report import DEFAULT_SEED, StressReport
-from .rig import Watch, make_adapter, setting
+from .rig import Pipeline, Watch, make_adapter, setting
 from .scheduler import timed_stop
 from .verdicts import switch_interval
 
@@ -25,7 +27,7 @@ __all__ = ["head_of_line", "idle_polling"]
 _SETTLE = 5.0  # seconds allowed for the first polls of freshly registered requests
 
 
-def _bare(factory: AdapterFactory, notify: bool) -> tuple[AdapterLike, CountingConnector, Watch]:
+def _bare(factory: AdapterFactory, notify: bool) -> tuple[Pipeline, CountingConnector, Watch]:
     counting = CountingConnector(MemoryConnector(notify=notify))
     watch = Watch(counting)
     return make_adapter(factory, watch), counting, watch
@@ -40,6 +42,7 @@ def idle_polling(
     notify: bool = False,
     max_cpu_per_second: float = 0.5,
     rate_factor: float = 5.0,
+    until: float | None = None,
 ) -> StressReport:
     """Register *idle_requests* requests that never get data; measure for *seconds*.
 
@@ -124,6 +127,7 @@ def head_of_line(
     notify: bool = False,
     bound: float = 0.5,
     switch_interval_s: float | None = None,
+    until: float | None = None,
 ) -> StressReport:
     """With *idle_requests* registered and silent, requests that do have data are
     delivered within *bound* seconds of their final save (R17: no request waits
@@ -143,7 +147,7 @@ def head_of_line(
     )
     with switch_interval(switch_interval_s):
         return _head_of_line(
-            factory, report, seed, idle_requests, hot_requests, chunks, notify, bound
+            factory, report, seed, idle_requests, hot_requests, chunks, notify, bound, until
         )
 
 
@@ -156,6 +160,7 @@ def _head_of_line(
     chunks: int,
     notify: bool,
     bound: float,
+    until: float | None,
 ) -> StressReport:
     adapter, counting, watch = _bare(factory, notify)
     rng = random.Random(seed)
@@ -168,6 +173,9 @@ def _head_of_line(
         watch.wait_for(lambda: counting.gets >= idle_requests, _SETTLE)
         received: dict[str, list[Any]] = {}
         for h in range(hot_requests):
+            if until is not None and time.monotonic() >= until:
+                report.stop_at_budget(f"{h} of {hot_requests} hot requests delivered")
+                break
             hot = f"hot-{h}-{rng.randrange(10**6)}"
             if rng.random() < 0.5:
                 adapter.load_async(hot)

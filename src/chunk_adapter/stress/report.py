@@ -9,6 +9,7 @@ away from being replayed.
 
 from __future__ import annotations
 
+import bisect
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,18 @@ from typing import Any
 from ..errors import InvalidValue
 from ..factory import REFERENCE
 
-__all__ = ["DEFAULT_SEED", "SEED_ENV", "StressFailure", "StressReport", "seed_from_env"]
+__all__ = [
+    "DEFAULT_SEED",
+    "LIVENESS",
+    "NOTE",
+    "ORACLE",
+    "ROOT",
+    "SEED_ENV",
+    "SYMPTOM",
+    "StressFailure",
+    "StressReport",
+    "seed_from_env",
+]
 
 SEED_ENV = "CHUNK_ADAPTER_SEED"
 DEFAULT_SEED = 20261130
@@ -41,21 +53,43 @@ class StressFailure(AssertionError):
     """A stress scenario found contract violations; the message says how to rerun it."""
 
 
+ROOT = 0
+"""Rank of a fault seen directly: a thread that died, a scheduler call that raised or
+waited, a ``stop()`` that hung or was slow."""
+ORACLE = 1
+"""Rank of a violation in the recorded history, placed by the event that broke it."""
+LIVENESS = 2
+"""Rank of an oracle's liveness violation (a chunk never put, never received): usually a
+consequence."""
+SYMPTOM = 3
+"""Rank of what the scenario saw at the end (streams that never completed)."""
+NOTE = 4
+"""Rank of a ``stats()`` counter that disagrees with the recording (not the contract)."""
+_ROOT_RULES = ("R3", "R18", "R22", "error")
+
+
 @dataclass
 class StressReport:
     """The outcome of one scenario run.
 
     ``failures`` are strings that start with the contract rule they are about
     ("R18: stop() took 2.1 s ..."), or with ``stats`` (a counter disagrees
-    with the recording) or ``error`` (a scheduler call raised unexpectedly).
+    with the recording) or ``error`` (a scheduler call raised unexpectedly),
+    **root cause first**: faults seen directly, then the oracles' violations
+    in the order of the events that broke them, then what never happened,
+    then what the scenario saw at its end, then counter notes.
     ``measurements`` are the numbers the scenario took (seconds, rates),
-    whether or not it failed.
+    whether or not it failed. ``incomplete`` says why the
+    scenario stopped before its planned work (the stage's budget ran out):
+    then it has no verdict on what it did not run.
     """
 
     scenario: str
     params: dict[str, Any]
     failures: list[str] = field(default_factory=list)
     measurements: dict[str, float] = field(default_factory=dict)
+    incomplete: str = ""
+    _ranks: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -68,7 +102,7 @@ class StressReport:
 
     @property
     def rules(self) -> list[str]:
-        """The rule numbers the failures name, in order of first appearance."""
+        """The rule numbers the failures name, in order (root cause first)."""
         seen: list[str] = []
         for failure in self.failures:
             rule = failure.split(":", 1)[0].strip()
@@ -76,8 +110,35 @@ class StressReport:
                 seen.append(rule)
         return seen
 
-    def fail(self, rule: str, message: str) -> None:
-        self.failures.append(f"{rule}: {message}")
+    def fail(
+        self, rule: str, message: str, *, rank: int | None = None, at: int | None = None
+    ) -> None:
+        """Add a failure; *rank* (:data:`ROOT`, :data:`ORACLE`...) and *at* (a history
+        sequence number) place it. By default R3, R18, R22 and ``error`` are
+        root faults, R23 a symptom, ``stats`` a note, anything else an oracle's
+        finding."""
+        if rank is None:
+            rank = (
+                ROOT
+                if rule in _ROOT_RULES
+                else SYMPTOM
+                if rule == "R23"
+                else NOTE
+                if rule == "stats"
+                else ORACLE
+            )
+        self.add(f"{rule}: {message}", rank, at)
+
+    def add(self, text: str, rank: int, at: int | None = None) -> None:
+        """Insert the failure *text* at its place (see :meth:`fail`)."""
+        key = (rank, at if at is not None else 1 << 62, len(self._ranks))
+        i = bisect.bisect(self._ranks, key)
+        self._ranks.insert(i, key)
+        self.failures.insert(i, text)
+
+    def stop_at_budget(self, what: str) -> None:
+        """The stage's budget ran out during *what*: no verdict on the rest."""
+        self.incomplete = self.incomplete or what
 
     def measure(self, name: str, value: float) -> None:
         self.measurements[name] = value
@@ -102,7 +163,10 @@ class StressReport:
     def describe(self, adapter_spec: str = REFERENCE, nodeid: str | None = None) -> str:
         """The whole report, with the reproduction lines when it failed."""
         params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
-        lines = [f"stress scenario {self.scenario}({params}): {'ok' if self.ok else 'FAILED'}"]
+        state = "FAILED" if not self.ok else "incomplete" if self.incomplete else "ok"
+        lines = [f"stress scenario {self.scenario}({params}): {state}"]
+        if self.incomplete:
+            lines.append(f"  stopped at the budget: {self.incomplete}")
         lines += [f"  - {failure}" for failure in self.failures]
         if self.measurements:
             shown = ", ".join(f"{k}={v:.6g}" for k, v in self.measurements.items())

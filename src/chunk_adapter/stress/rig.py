@@ -1,15 +1,20 @@
-"""The test bed of every scenario: wrapped connectors, a recording builder, an adapter.
+"""The test bed of every scenario: wrapped connectors, a recording builder, the adapters.
 
-One :class:`Rig` is one loopback pipeline: a single adapter built by the
-factory under test with ``stage_id == src_stage_id``, so it receives exactly
-what it sends, over ::
+One :class:`Rig` is one pipeline: the factory under test builds a **sender**
+(``stage_id=0``: ``save_async``, ``cancel_sender``) and a **receiver**
+(``stage_id=1, src_stage_id=0``: ``load_async``, ``poll_ready``,
+``cleanup_receiver``), as a real deployment does, over ::
 
     Watch(RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector()))))
 
-with a :class:`~chunk_adapter.connectors.GatedBuilder` as ``build_payload``,
-everything recorded into one :class:`~chunk_adapter.history.History`. The
-outer :class:`Watch` lets the driver wait for "the connector was called" on
-a condition instead of sleeping.
+with a :class:`~chunk_adapter.connectors.GatedBuilder` as the sender's
+``build_payload``, everything recorded into one
+:class:`~chunk_adapter.history.History`. :class:`Pipeline` drives the two as
+one scheduler sees them; ``stop()`` stops both. ``loopback=True`` builds one
+adapter that receives its own chunks (``stage_id == src_stage_id == 1``)
+instead: a variant, since an adapter may rightly share per-request state
+between its send and receive sides. The outer :class:`Watch` lets the driver
+wait for "the connector was called" on a condition instead of sleeping.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ..connectors import (
@@ -35,7 +41,10 @@ from ..history import History
 
 __all__ = [
     "HELPER_PREFIX",
+    "LOOPBACK_STAGE",
+    "RECEIVER_STAGE",
     "STAGE",
+    "Pipeline",
     "Rig",
     "Watch",
     "Watchdog",
@@ -44,9 +53,11 @@ __all__ = [
     "setting",
 ]
 
-STAGE = 1
+STAGE = 0
+"""The sender's stage: its keys are ``f"{request_id}_0_{chunk_id}"``."""
+RECEIVER_STAGE = 1  # reads STAGE's keys
+LOOPBACK_STAGE = 1  # the loopback variant: one adapter, stage_id == src_stage_id
 HELPER_PREFIX = "stress-"
-"""The loopback stage: the adapter sends as stage 1 and receives from stage 1."""
 
 
 class Watch(ConnectorWrapper):
@@ -144,26 +155,139 @@ def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> di
     return {k: v for k, v in options.items() if k in params}
 
 
+class Pipeline:
+    """A sender and a receiver (or one loopback adapter), driven as one scheduler drives them.
+
+    The sending calls go to :attr:`sender`, the receiving ones to
+    :attr:`receiver`; ``stop()`` stops the sender, then the receiver.
+    """
+
+    def __init__(self, sender: AdapterLike, receiver: AdapterLike) -> None:
+        self.sender = sender
+        self.receiver = receiver
+
+    @property
+    def loopback(self) -> bool:
+        return self.sender is self.receiver
+
+    @property
+    def sides(self) -> list[tuple[str, AdapterLike]]:
+        """``(name, adapter)`` of each distinct adapter, the sender first."""
+        if self.loopback:
+            return [("adapter", self.sender)]
+        return [("sender", self.sender), ("receiver", self.receiver)]
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        self.sender.save_async(request_id, obj, is_final)
+
+    def cancel_sender(self, request_id: str) -> None:
+        self.sender.cancel_sender(request_id)
+
+    def load_async(self, request_id: str) -> None:
+        self.receiver.load_async(request_id)
+
+    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+        return self.receiver.poll_ready()
+
+    def cleanup_receiver(self, request_id: str) -> None:
+        self.receiver.cleanup_receiver(request_id)
+
+    def stop(self) -> None:
+        try:
+            self.sender.stop()
+        finally:
+            if not self.loopback:
+                self.receiver.stop()
+
+    def stats(self) -> Any | None:
+        """Both sides' ``stats()`` counters added up (``None`` if the adapters have none).
+
+        The sender counts puts and builds, the receiver gets and commits; the
+        sum is what one adapter doing both would count.
+        """
+        parts = []
+        for _, side in self.sides:
+            fn = getattr(side, "stats", None)
+            if not callable(fn):
+                return None
+            parts.append(fn())
+        if len(parts) == 1:
+            return parts[0]
+        names = {n for p in parts for n in dir(p) if not n.startswith("_")}
+        total = {
+            n: sum(getattr(p, n, 0) for p in parts)
+            for n in names
+            if all(_is_count(getattr(p, n, 0)) for p in parts)
+        }
+        return SimpleNamespace(**total)
+
+    def threads(self) -> list[threading.Thread]:
+        """The adapters' own ``threads()``, where they offer it."""
+        out: list[threading.Thread] = []
+        for _, side in self.sides:
+            fn = getattr(side, "threads", None)
+            if callable(fn):
+                out += list(fn())
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        # Settings a scenario reads (put_tries, idle_backoff...): the side that uses them.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        side = self.receiver if name in _RECEIVER_SETTINGS else self.sender
+        return getattr(side, name)
+
+    def __repr__(self) -> str:
+        return f"Pipeline(sender={self.sender!r}, receiver={self.receiver!r})"
+
+
+_RECEIVER_SETTINGS = frozenset({"idle_backoff", "wait_timeout", "repoll_interval", "event_driven"})
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def make_adapter(
     factory: AdapterFactory,
     connector: Any,
     *,
     build_payload: Callable[[str, Any, bool], Any] | None = None,
+    loopback: bool = False,
     **options: Any,
-) -> AdapterLike:
-    """Build a loopback adapter, passing only the *options* the factory accepts."""
-    return factory(
-        connector,
-        stage_id=STAGE,
-        src_stage_id=STAGE,
-        build_payload=build_payload,
-        **accepted_options(factory, options),
-    )
+) -> Pipeline:
+    """Build the adapters under test (module doc), passing only the *options* the factory
+    accepts. The receiver gets no ``build_payload``: it never builds."""
+    accepted = accepted_options(factory, options)
+    if loopback:
+        one = factory(
+            connector,
+            stage_id=LOOPBACK_STAGE,
+            src_stage_id=LOOPBACK_STAGE,
+            build_payload=build_payload,
+            **accepted,
+        )
+        return Pipeline(one, one)
+    sender = factory(connector, stage_id=STAGE, build_payload=build_payload, **accepted)
+    try:
+        receiver = factory(connector, stage_id=RECEIVER_STAGE, src_stage_id=STAGE, **accepted)
+    except BaseException:
+        sender.stop()
+        raise
+    return Pipeline(sender, receiver)
 
 
 def setting(adapter: Any, name: str, default: float) -> float:
-    """The adapter's configured timeout *name* if it exposes a number, else *default*."""
-    value = getattr(adapter, name, None)
+    """The adapter's configured timeout *name* if it exposes a number, else *default*.
+
+    For a :class:`Pipeline`, the larger of the two sides' values.
+    """
+    if isinstance(adapter, Pipeline):
+        return max(setting(side, name, default) for _, side in adapter.sides)
+    try:
+        value = getattr(adapter, name, None)
+    except Exception:  # an adapter whose attribute lookup raises has no such setting
+        return default
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return default
@@ -180,7 +304,13 @@ class Rig:
     recording: RecordingConnector
     watch: Watch
     builder: GatedBuilder
+    loopback: bool = False
     threads_before: set[threading.Thread] = field(default_factory=set)
+
+    @property
+    def stage(self) -> int:
+        """The stage the sender's keys carry: ``f"{request_id}_{rig.stage}_{chunk_id}"``."""
+        return LOOPBACK_STAGE if self.loopback else STAGE
 
     @classmethod
     def build(
@@ -193,6 +323,7 @@ class Rig:
         consume_on_get: bool = False,
         notify: bool = False,
         build_fn: Callable[[str, Any, bool], Any] | None = None,
+        loopback: bool = False,
     ) -> Rig:
         history = History()
         memory = MemoryConnector(consume_on_get=consume_on_get, notify=notify)
@@ -204,12 +335,14 @@ class Rig:
         builder = (
             GatedBuilder(history=history) if build_fn is None else GatedBuilder(build_fn, history)
         )
-        return cls(history, memory, gated, faulty, recording, Watch(recording), builder)
+        return cls(history, memory, gated, faulty, recording, Watch(recording), builder, loopback)
 
-    def adapter(self, factory: AdapterFactory, **options: Any) -> AdapterLike:
-        """Build the adapter under test on this rig; remembers which threads existed before."""
+    def adapter(self, factory: AdapterFactory, **options: Any) -> Pipeline:
+        """Build the adapters under test on this rig; remembers which threads existed before."""
         self.threads_before = set(threading.enumerate())
-        return make_adapter(factory, self.watch, build_payload=self.builder, **options)
+        return make_adapter(
+            factory, self.watch, build_payload=self.builder, loopback=self.loopback, **options
+        )
 
     def new_threads(self, exclude: Iterable[threading.Thread] = ()) -> list[threading.Thread]:
         """Live threads started since :meth:`adapter` (the adapter's), minus *exclude*.

@@ -1,10 +1,14 @@
-"""The scheduler thread's side of a scenario: timed, recorded calls and a bounded stop.
+"""The scheduler thread's side of a scenario: timed, recorded calls and bounded stops.
 
 :class:`Scheduler` makes every scheduler call through the oracles'
-:class:`~chunk_adapter.oracles.records.RecordedAdapter` (so the oracles see
-them) and times each one with ``perf_counter`` (R3: the scheduler never waits).
-:func:`timed_stop` runs ``stop()`` on a helper daemon thread and waits for it
-with a timeout, so a ``stop()`` that never returns is a finding, not a hang.
+:class:`~chunk_adapter.oracles.records.RecordedPipeline` (so the oracles see
+them, each on the adapter it was made on) and times each one with
+``perf_counter`` (R3: the scheduler never waits). :meth:`Scheduler.run_until`
+polls as a scheduler's loop does until the scenario is done, stops when
+nothing has been handed out for a while (no progress: a finding), or at the
+stage's budget (not a finding). :func:`timed_stop` runs ``stop()`` on a helper
+daemon thread and waits for it with a timeout, so a ``stop()`` that never
+returns is a finding, not a hang.
 """
 
 from __future__ import annotations
@@ -13,14 +17,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from ..factory import AdapterLike
 from ..history import History
-from ..oracles.records import RecordedAdapter
-from .rig import HELPER_PREFIX
+from ..oracles.records import RecordedPipeline
+from .rig import HELPER_PREFIX, Pipeline
 
-__all__ = ["CallTiming", "Scheduler", "StopOutcome", "timed_stop"]
+__all__ = ["CallTiming", "Progress", "Scheduler", "StopOutcome", "timed_stop"]
+
+Progress = Literal["done", "stalled", "budget"]
+"""How :meth:`Scheduler.run_until` ended: done; nothing handed out for *stall*
+seconds (no progress); or the stage's budget ran out (no verdict)."""
 
 
 @dataclass
@@ -45,18 +52,21 @@ class CallTiming:
 
 
 class Scheduler:
-    """Drives one adapter as a scheduler thread would (see module doc).
+    """Drives a pipeline's adapters as a scheduler thread would (see module doc).
 
     ``received`` accumulates every ``poll_ready`` result per request;
-    ``finished`` holds the requests whose final chunk was handed out.
+    ``finished`` holds the requests whose final chunk was handed out;
+    ``handed_out`` counts the chunks ``poll_ready`` returned.
     """
 
-    def __init__(self, adapter: AdapterLike, history: History, call_bound: float = 0.05) -> None:
+    def __init__(self, adapter: Pipeline, history: History, call_bound: float = 0.05) -> None:
         self.adapter = adapter
-        self.recorded = RecordedAdapter(adapter, history)
+        self.history = history
+        self.recorded = RecordedPipeline(adapter.sender, adapter.receiver, history)
         self.timing = CallTiming(call_bound)
         self.received: dict[str, list[dict[str, Any]]] = {}
         self.finished: set[str] = set()
+        self.handed_out = 0
 
     def _timed(self, name: str, request_id: str | None, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
@@ -92,29 +102,57 @@ class Scheduler:
             count += len(values)
             if any(isinstance(v, dict) and v.get("finished") is True for v in values):
                 self.finished.add(request_id)
+        self.handed_out += count
         return count
 
-    def run_until(self, done: Callable[[], bool], timeout: float, tick: float = 0.002) -> bool:
+    def run_until(
+        self,
+        done: Callable[[], bool],
+        stall: float,
+        until: float | None = None,
+        tick: float = 0.002,
+    ) -> Progress:
         """Call ``poll_ready`` every *tick* seconds, as a scheduler's loop does, until *done()*.
 
-        Returns ``False`` if *timeout* seconds pass first. The tick is the
-        scheduler's own pace, not a guess at how long the adapter needs: the
-        loop ends as soon as *done()* holds.
+        Ends ``"stalled"`` when no chunk was handed out for *stall* seconds —
+        a slow adapter keeps handing chunks out, a stuck one does not — and
+        ``"budget"`` at the ``monotonic()`` time *until* (the stage's budget:
+        not a verdict). The tick is the scheduler's own pace, not a guess at
+        how long the adapter needs: the loop ends as soon as *done()* holds.
         """
         pace = threading.Event()  # never set: its wait() is the tick
-        deadline = time.monotonic() + timeout
+        last = self.handed_out
+        moved = time.monotonic()
         while True:
             self.drain()
             if done():
-                return True
-            if time.monotonic() >= deadline:
-                return False
+                return "done"
+            now = time.monotonic()
+            if self.handed_out != last:
+                last, moved = self.handed_out, now
+            elif now - moved >= stall:
+                return "stalled"
+            if until is not None and now >= until:
+                return "budget"
             pace.wait(tick)
 
     def stats(self) -> Any | None:
-        """The adapter's ``stats()`` if it has one (the reference adapter does), else None."""
-        fn = getattr(self.adapter, "stats", None)
-        return fn() if callable(fn) else None
+        """The adapters' ``stats()`` if they have it (the reference adapter does), else None."""
+        return self.adapter.stats()
+
+    def stop_each(self, timeout: float, history: History) -> list[tuple[str, StopOutcome]]:
+        """``stop()`` each adapter (sender first), each bounded by *timeout* seconds.
+
+        A side whose ``stop()`` has not returned leaves the next side unstopped
+        (its stop is not started behind a hung one) and is the last entry.
+        """
+        out: list[tuple[str, StopOutcome]] = []
+        for side in self.recorded.sides:
+            outcome = timed_stop(side.stop, timeout, history)
+            out.append((side.name, outcome))
+            if not outcome.returned:
+                break
+        return out
 
 
 @dataclass

@@ -9,14 +9,15 @@ States:
 ``get_blocked``     a ``get`` held forever;
 ``final_retrying``  every put of a final fails, so it is being retried.
 
-In each, ``stop()`` (called on a helper thread, so one that never returns is a
-finding, not a hang) must return within a bound derived from the adapter's
-``join_timeout`` when something is blocked, and within
+In each, ``stop()`` of each adapter — the sender, then the receiver — (called
+on a helper thread, so one that never returns is a finding, not a hang) must
+return within a bound derived from its ``join_timeout`` when its work is
+blocked (the sender's build or put, the receiver's get), and within
 :data:`~chunk_adapter.stress.verdicts.FREE_STOP_BOUND` otherwise. Afterwards
 no adapter thread may be alive except the one blocked at the gate (an
 abandoned daemon); a second ``stop()`` returns just as promptly; once the
-gate is opened the abandoned thread ends, and no put starts after ``stop()``
-returned (the oracles check that on the recording).
+gate is opened the abandoned thread ends, and no put starts after the
+sender's ``stop()`` returned (the oracles check that on the recording).
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 
 from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
 from .rig import STAGE, Rig, Watchdog, setting
-from .scheduler import Scheduler, timed_stop
+from .scheduler import Scheduler, StopOutcome, timed_stop
 from .verdicts import (
     FREE_STOP_BOUND,
     blocked_stop_bound,
@@ -41,7 +43,8 @@ from .verdicts import (
 __all__ = ["STATES", "prompt_stop"]
 
 STATES = ("idle", "mid_stream", "build_blocked", "put_blocked", "get_blocked", "final_retrying")
-BLOCKED = ("build_blocked", "put_blocked", "get_blocked")
+BLOCKED = {"build_blocked": "sender", "put_blocked": "sender", "get_blocked": "receiver"}
+"""The blocked states, and the side whose thread is blocked in each."""
 _SETUP = 5.0  # seconds for the adapter to reach the state (a gate, N failed puts)
 _EXIT = 2.0  # seconds for an abandoned thread to end once its gate is opened
 
@@ -55,8 +58,13 @@ def prompt_stop(
     requests: int = 20,
     notify: bool = False,
     switch_interval_s: float | None = None,
+    until: float | None = None,
 ) -> StressReport:
-    """Bring an adapter to *state* (module doc), stop it, and judge the stop."""
+    """Bring the adapters to *state* (module doc), stop them, and judge the stops.
+
+    (*until*, the stage's budget, is accepted like every scenario's; this one
+    has no open-ended wait: every wait has its own bound.)
+    """
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, got state={state!r}")
     report = StressReport(
@@ -78,8 +86,11 @@ def prompt_stop(
         adapter = rig.adapter(factory, join_timeout=join_timeout)
         sched = Scheduler(adapter, rig.history)
         blocked = state in BLOCKED
-        bound = blocked_stop_bound(setting(adapter, "join_timeout", 1.0))
-        bound = bound if blocked else FREE_STOP_BOUND
+        slow = blocked_stop_bound(setting(adapter, "join_timeout", 1.0))
+
+        def bound(side: str) -> float:
+            return slow if blocked and side in (BLOCKED[state], "adapter") else FREE_STOP_BOUND
+
         try:
             dog = Watchdog(rig.release_all, _SETUP)
             reached = _reach(state, rig, sched, rng, requests, key)
@@ -91,11 +102,10 @@ def prompt_stop(
                 )
             if not reached:
                 report.fail("R23", f"setup: the adapter never reached state {state!r} in {_SETUP}s")
-            first = timed_stop(sched.recorded.stop, 2 * bound + 1.0, rig.history)
-            judge_stop(report, first, bound)
+            first = _stop_each(report, sched, bound, "stop()")
             alive = rig.new_threads()
             allowed = 1 if blocked else 0
-            if first.returned and (len(alive) > allowed or any(not t.daemon for t in alive)):
+            if first and (len(alive) > allowed or any(not t.daemon for t in alive)):
                 report.fail(
                     "R18",
                     f"after stop() in state {state!r}, threads still alive: "
@@ -103,9 +113,8 @@ def prompt_stop(
                     f"at most {allowed} (the one blocked at the gate, a daemon) may be",
                 )
             report.measure("threads_alive_after_stop", len(alive))
-            if first.returned:
-                second = timed_stop(sched.recorded.stop, 2 * bound + 1.0, rig.history)
-                judge_stop(report, second, bound, "second stop()")
+            if first:
+                _stop_each(report, sched, bound, "second stop()")
         finally:
             rig.release_all()
         leftover = _join_all(rig.new_threads(), _EXIT)
@@ -117,6 +126,24 @@ def prompt_stop(
             )
         judge_history(report, rig.history, quiescent=False, put_tries=None)
     return report
+
+
+def _stop_each(
+    report: StressReport, sched: Scheduler, bound: Callable[[str], float], what: str
+) -> bool:
+    """``stop()`` each adapter, the sender first, each judged against its own bound (R18).
+
+    ``True`` if every one returned (a side behind a hung ``stop()`` is not stopped).
+    """
+    for side in sched.recorded.sides:
+        limit = bound(side.name)
+        outcome: StopOutcome = timed_stop(side.stop, 2 * limit + 1.0, sched.history)
+        judge_stop(
+            report, outcome, limit, what if side.name == "adapter" else f"{side.name} {what}"
+        )
+        if not outcome.returned:
+            return False
+    return True
 
 
 def _reach(

@@ -5,11 +5,15 @@ register most requests up front and the rest late (R12: chunks put before
 ``load_async`` are still received), save every request's chunks interleaved
 at random with the final last, cancel some requests on the way, mutate each
 object right after saving it (R4), and call ``poll_ready`` now and then. Then
-it polls until every stream's final was handed out, checks the history with
-the oracles, stops the adapter and compares its counters with the recording.
+it polls until every stream's final was handed out — a stream missing after
+*deadline* seconds in which nothing at all was handed out is a finding (R23);
+a slow adapter that keeps delivering is not — checks the history with the
+oracles, stops the adapters and compares their counters with the recording.
 
 :func:`put_faults`, :func:`get_faults` and :func:`build_faults` are the named
-scenarios on top of it.
+scenarios on top of it. Each takes ``until``, a ``time.monotonic()`` value:
+the stage's budget. Reaching it ends the scenario as *incomplete*, never as a
+violation.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from typing import Any
 from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
-from .rig import STAGE, Rig
-from .scheduler import Scheduler, timed_stop
+from .rig import LOOPBACK_STAGE, STAGE, Rig
+from .scheduler import Scheduler
 from .verdicts import (
     FREE_STOP_BOUND,
     judge_counters,
     judge_history,
-    judge_stop,
+    judge_stops,
     judge_threads_alive,
     switch_interval,
 )
@@ -68,15 +72,23 @@ def run_streams(
     notify: bool = False,
     deadline: float = 20.0,
     switch_interval_s: float | None = None,
+    loopback: bool = False,
+    until: float | None = None,
 ) -> StressReport:
-    """Play one seeded plan (module doc) and judge it; see the named scenarios."""
+    """Play one seeded plan (module doc) and judge it; see the named scenarios.
+
+    *deadline*: seconds without any chunk handed out before the streams still
+    missing are reported (R23). *loopback*: one adapter receiving its own
+    chunks instead of a sender and a receiver.
+    """
     rng = random.Random(seed)
+    stage = LOOPBACK_STAGE if loopback else STAGE
     plan: dict[str, int] = {f"s{i}": rng.randint(0, chunks) for i in range(requests)}
     for i in range(final_retries):  # a lone final whose first puts fail
         plan[f"fr{i}"] = 0
     total = sum(plan.values()) + len(plan)
     rules = [
-        FaultRule("put", f"fr{i}_{STAGE}_0", times=final_put_failures)
+        FaultRule("put", f"fr{i}_{stage}_0", times=final_put_failures)
         for i in range(final_retries)
         if final_put_failures
     ]
@@ -101,6 +113,7 @@ def run_streams(
         consume_on_get=consume_on_get,
         notify=notify,
         build_fn=build,
+        loopback=loopback,
     )
     if failing:
         rig.builder.fail(predicate=lambda rid, snap, fin: _tag(snap) in failing, times=len(failing))
@@ -141,31 +154,38 @@ def run_streams(
                     sched.drain()
             for rid in late:
                 sched.load(rid)
-            complete = sched.run_until(lambda: len(sched.finished) == len(plan), deadline)
+            progress = sched.run_until(lambda: len(sched.finished) == len(plan), deadline, until)
+            complete = progress == "done"
             report.measure("seconds_to_complete", time.monotonic() - t0)
-            if not complete:
+            if progress == "stalled":
                 missing = sorted(set(plan) - sched.finished)
                 report.fail(
                     "R23",
-                    f"{len(missing)} of {len(plan)} streams had no final handed out after "
-                    f"{deadline}s, e.g. {missing[:5]} (a final not put, or not received)",
+                    f"{len(missing)} of {len(plan)} streams had no final handed out, and "
+                    f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not "
+                    "put, or not received)",
                 )
             judge_threads_alive(report, rig, started)
             put_tries = getattr(adapter, "put_tries", None)
             judge_history(
                 report,
                 rig.history,
-                quiescent=True,  # past the deadline, what is missing is missing
+                quiescent=progress != "budget",  # done, or stalled: what is missing is missing
                 put_tries=put_tries if isinstance(put_tries, int) else None,
             )
+            if progress == "budget":
+                report.stop_at_budget(
+                    f"{len(plan) - len(sched.finished)} of {len(plan)} streams still being "
+                    "delivered"
+                )
         except Exception as exc:  # a scheduler call raised: a finding, reported with the seed
             complete = False
             report.fail("error", f"the scheduler thread's call raised {exc!r}")
         finally:
-            stopped = timed_stop(sched.recorded.stop, 10.0, rig.history)
+            stopped = sched.stop_each(10.0, rig.history)
             rig.release_all()
-        judge_stop(report, stopped, FREE_STOP_BOUND)
-        if stopped.returned and complete:
+        judge_stops(report, stopped, FREE_STOP_BOUND)
+        if all(o.returned for _, o in stopped) and complete:
             judge_counters(report, sched.stats(), rig.history, nonfinal_saves)
     report.measure("scheduler_calls", sched.timing.calls)
     report.measure("slowest_call_seconds", sched.timing.worst)
@@ -190,18 +210,20 @@ def put_faults(
     notify: bool = False,
     deadline: float = 20.0,
     switch_interval_s: float | None = None,
+    loopback: bool = False,
+    until: float | None = None,
 ) -> StressReport:
     """Puts fail at *put_rate* (seeded), plus scripted bursts of consecutive failures
     and *final_retries* lone finals whose first *final_put_failures* puts fail.
 
     Holds if ids stay contiguous per stream, every final is put once and last
     and handed out, nothing is handed out twice or out of order (the oracles),
-    dropped chunks match ``stats()``, and no thread died.
+    dropped chunks match ``stats()``, and no thread died. *loopback*: one
+    adapter receiving its own chunks (a variant; the default is a pipeline).
     """
-    params = dict(locals())
-    del params["factory"]
+    params = _params(locals())
     report = StressReport("put_faults", params)
-    return run_streams(factory, report, **params)
+    return run_streams(factory, report, until=until, **params)
 
 
 def get_faults(
@@ -216,13 +238,13 @@ def get_faults(
     notify: bool = False,
     deadline: float = 20.0,
     switch_interval_s: float | None = None,
+    until: float | None = None,
 ) -> StressReport:
     """Gets fail at *get_rate* (seeded) plus bursts: nothing lost, nothing twice, the
     RECV thread survives (R13, R14, R22, R23)."""
-    params = dict(locals())
-    del params["factory"]
+    params = _params(locals())
     report = StressReport("get_faults", params)
-    return run_streams(factory, report, **params)
+    return run_streams(factory, report, until=until, **params)
 
 
 def build_faults(
@@ -237,11 +259,20 @@ def build_faults(
     notify: bool = False,
     deadline: float = 20.0,
     switch_interval_s: float | None = None,
+    until: float | None = None,
 ) -> StressReport:
     """``build_payload`` raises for final and non-final chunks at *build_fail_rate* and
     returns ``None`` at *none_rate* (R7, R8, R11, R22): failed non-finals are dropped,
     failed finals go out with data ``None``."""
-    params = dict(locals())
-    del params["factory"]
+    params = _params(locals())
     report = StressReport("build_faults", params)
-    return run_streams(factory, report, **params)
+    return run_streams(factory, report, until=until, **params)
+
+
+def _params(given: dict[str, Any]) -> dict[str, Any]:
+    """A scenario's parameters as its report prints them: not the factory, not the budget,
+    and ``loopback`` only when set."""
+    params = {k: v for k, v in given.items() if k not in ("factory", "until")}
+    if not params.get("loopback", True):
+        del params["loopback"]
+    return params

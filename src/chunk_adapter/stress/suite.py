@@ -1,16 +1,26 @@
 """The stress suite as a list of named runs, for tools that drive it (``chunk-adapter verify``).
 
-``scenarios(seed)`` lists ``(name, rules, run)``: call ``run(factory)`` to get
-that scenario's :class:`~chunk_adapter.stress.report.StressReport`. The
-parameters are those of the default tier (tests/stress), about 5 s in all for the
-reference adapter; ``quick=True`` keeps one representative of each kind
-(about 3 s).
+``scenarios(seed)`` lists ``(name, rules, run)``: call ``run(factory)`` (or
+``run(factory, until=monotonic_deadline)`` within a budget) to get that
+scenario's :class:`~chunk_adapter.stress.report.StressReport`. The parameters
+are those of the default tier (tests/stress). Each run carries ``seconds``,
+what it takes a correct adapter on a loaded machine (the reference adapter,
+two verifies at once on two cores, rounded up), so a stage can plan its
+budget; ``quick=True`` keeps one representative of each kind.
+
+Order: the fault scenarios first (they find the most), then prompt stop from
+every state, then the timing scenarios, whose windows are fixed. The last run,
+``put failures, loopback``, drives one adapter that receives its own chunks
+(``advisory``): the contract does not require an adapter to work that way —
+one may rightly share per-request state between its send and receive sides —
+so what it finds is a note, never a verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..factory import AdapterFactory
 from .blocked import blocked_work
@@ -20,49 +30,97 @@ from .stopping import STATES, prompt_stop
 from .streams import build_faults, get_faults, put_faults
 from .verdicts import TINY_SWITCH_INTERVAL
 
-__all__ = ["Run", "scenarios"]
+__all__ = ["STALL", "Run", "Scenario", "scenarios"]
 
-Run = Callable[[AdapterFactory], StressReport]
+STALL = 10.0
+"""Seconds with nothing handed out before the streams still missing are reported (R23)."""
 
 
-def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, ...], Run]]:
+@dataclass(frozen=True)
+class Scenario:
+    """One run of the suite: a scenario function with its parameters, and its planned cost."""
+
+    fn: Callable[..., StressReport]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 1.0
+    advisory: bool = False
+
+    def __call__(self, factory: AdapterFactory, *, until: float | None = None) -> StressReport:
+        """Run it; *until* (a ``time.monotonic()`` value) is the budget it may not pass."""
+        return self.fn(factory, until=until, **self.kwargs)
+
+
+Run = Scenario
+
+
+def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, ...], Scenario]]:
     """The suite's runs, in order: ``(name, contract rules, run)``."""
-    runs: list[tuple[str, tuple[str, ...], Run]] = [
+    # A stream missing once nothing at all was handed out for STALL seconds is lost
+    # (R23): ample for a correct adapter's slowest retry backoff, short enough that
+    # a finding can be re-run to confirm it within the stage's budget.
+    streams: dict[str, Any] = {"seed": seed, "deadline": STALL}
+    runs: list[tuple[str, tuple[str, ...], Scenario]] = [
         (
             "put failures 30%",
             ("R9", "R10", "R11", "R14", "R22"),
-            partial(put_faults, seed=seed, requests=200, put_rate=0.3),
+            Scenario(put_faults, {**streams, "requests": 200, "put_rate": 0.3}, 4.0),
         ),
         (
             "get failures 30%",
             ("R13", "R14", "R22"),
-            partial(get_faults, seed=seed, requests=200, get_rate=0.3),
+            Scenario(get_faults, {**streams, "requests": 200, "get_rate": 0.3}, 2.0),
         ),
         (
             "build failures 20%",
             ("R7", "R8", "R11", "R22"),
-            partial(build_faults, seed=seed, requests=200),
+            Scenario(build_faults, {**streams, "requests": 200}, 2.0),
         ),
-        ("blocked work", ("R3", "R6", "R9", "R11"), partial(blocked_work, seed=seed)),
-        ("idle polling", ("R17",), partial(idle_polling, seed=seed, idle_requests=10)),
-        ("head-of-line", ("R17",), partial(head_of_line, seed=seed)),
+        ("blocked work", ("R3", "R6", "R9", "R11"), Scenario(blocked_work, streams, 2.0)),
     ]
     states = ("idle", "build_blocked") if quick else STATES
     runs += [
-        (f"stop: {state}", ("R18",), partial(prompt_stop, seed=seed, state=state))
+        (f"stop: {state}", ("R18",), Scenario(prompt_stop, {"seed": seed, "state": state}, 2.0))
         for state in states
+    ]
+    runs += [
+        ("head-of-line", ("R17",), Scenario(head_of_line, {"seed": seed}, 1.5)),
+        (
+            "idle polling",
+            ("R17",),
+            Scenario(idle_polling, {"seed": seed, "idle_requests": 10}, 2.5),
+        ),
     ]
     if not quick:
         runs += [
             (
                 "put failures, shaken",
                 ("R9", "R10", "R11", "R22"),
-                partial(put_faults, seed=seed, requests=60, switch_interval_s=TINY_SWITCH_INTERVAL),
+                Scenario(
+                    put_faults,
+                    {**streams, "requests": 60, "switch_interval_s": TINY_SWITCH_INTERVAL},
+                    2.0,
+                ),
             ),
             (
                 "idle adapter",
                 ("R17",),
-                partial(idle_polling, seed=seed, idle_requests=0),
+                Scenario(idle_polling, {"seed": seed, "idle_requests": 0}, 2.5),
+            ),
+            (
+                "put failures, loopback",
+                ("R9", "R10", "R11", "R14", "R22"),
+                Scenario(
+                    put_faults,
+                    {
+                        **streams,
+                        "requests": 100,
+                        "put_rate": 0.3,
+                        "loopback": True,
+                        "deadline": 3.0,
+                    },
+                    3.0,
+                    advisory=True,
+                ),
             ),
         ]
     return runs

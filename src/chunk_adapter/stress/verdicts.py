@@ -16,7 +16,7 @@ from typing import Any
 from ..history import History
 from ..oracles import check
 from .accounting import stats_mismatches
-from .report import StressReport
+from .report import LIVENESS, NOTE, ORACLE, StressReport
 from .rig import Rig
 from .scheduler import StopOutcome
 
@@ -28,6 +28,7 @@ __all__ = [
     "judge_counters",
     "judge_history",
     "judge_stop",
+    "judge_stops",
     "judge_threads_alive",
     "switch_interval",
 ]
@@ -51,26 +52,32 @@ def blocked_stop_bound(join_timeout: float) -> float:
     return 1.5 * join_timeout + 0.25
 
 
-def _listed(report: StressReport, items: list[str]) -> None:
-    for item in items[:MAX_LISTED]:
-        report.failures.append(item)
-    if len(items) > MAX_LISTED:
-        report.failures.append(
-            f"{items[0].split(':', 1)[0]}: ... and {len(items) - MAX_LISTED} more"
-        )
-
-
 def judge_history(
     report: StressReport, history: History, *, quiescent: bool, put_tries: int | None
 ) -> None:
-    """Every oracle violation in *history* becomes a failure (rule first)."""
-    _listed(report, [str(v) for v in check(history, quiescent=quiescent, put_tries=put_tries)])
+    """Every oracle violation in *history* becomes a failure, placed root cause first."""
+    violations = check(history, quiescent=quiescent, put_tries=put_tries)
+    for v in violations[:MAX_LISTED]:
+        report.add(str(v), ORACLE if v.at is not None else LIVENESS, v.at)
+    if len(violations) > MAX_LISTED:
+        report.add(f"{violations[0].rule}: ... and {len(violations) - MAX_LISTED} more", LIVENESS)
 
 
 def judge_counters(report: StressReport, stats: Any, history: History, nonfinal_saves: int) -> None:
     """The adapter's ``stats()`` must agree with the recording (skipped without stats)."""
     mismatches = stats_mismatches(stats, history, nonfinal_saves)
-    _listed(report, [f"stats: {m}" for m in mismatches])
+    for m in mismatches[:MAX_LISTED]:
+        report.add(f"stats: {m}", NOTE)
+    if len(mismatches) > MAX_LISTED:
+        report.add(f"stats: ... and {len(mismatches) - MAX_LISTED} more", NOTE)
+
+
+def judge_stops(
+    report: StressReport, outcomes: list[tuple[str, StopOutcome]], bound: float
+) -> None:
+    """Each adapter's ``stop()`` (sender, receiver) returned within *bound* (R18)."""
+    for name, outcome in outcomes:
+        judge_stop(report, outcome, bound, "stop()" if name == "adapter" else f"{name} stop()")
 
 
 def judge_stop(

@@ -13,12 +13,10 @@ needs to run it again, exactly:
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import TextIO
 
 from ..errors import InvalidValue
-from ..factory import AdapterFactory, accepts_runtime, load_factory
+from ..factory import AdapterFactory, load_factory
 
 __all__ = ["replay_string"]
 
@@ -42,14 +40,16 @@ def replay_string(string: str, adapter_spec: str, out: TextIO) -> int:
 def _explore(name: str, schedule: str, factory: AdapterFactory, spec: str, out: TextIO) -> int:
     from ..explore import LIBRARY
     from ..explore import replay as replay_schedule
+    from ..explore.control import substitute_from_env
     from ..explore.explorer import describe
 
     if name not in LIBRARY:
         raise InvalidValue(f"no explorer scenario {name!r}; choose one of {sorted(LIBRARY)}")
-    substitute: tuple[ModuleType, ...] = ()
-    if not accepts_runtime(factory):
-        substitute = (importlib.import_module(factory.__module__),)
-    execution = replay_schedule(LIBRARY[name], schedule, factory=factory, substitute=substitute)
+    # The same control as the verify stage: white-box or substitution as observed,
+    # plus the modules $CHUNK_ADAPTER_SUBSTITUTE names (verify's --substitute).
+    execution = replay_schedule(
+        LIBRARY[name], schedule, factory=factory, substitute=substitute_from_env()
+    )
     if execution.ok:
         print(f"explore {name} under {schedule}: no failure ({execution.steps} steps)", file=out)
         return 0

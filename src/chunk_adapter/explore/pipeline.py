@@ -1,0 +1,121 @@
+"""The adapters a scenario drives, and which of them each scheduler call goes to.
+
+A scenario's ``topology`` names its adapters (*members*), each built by the
+factory with its own ``stage_id`` and ``src_stage_id`` over one shared connector:
+
+``pipeline`` (the default)
+    ``sender`` (stage *s*) gets ``save``/``cancel``; ``receiver`` (stage *s+1*,
+    source *s*) gets ``load``/``poll``/``cleanup``. Keys are ``r_<s>_n``.
+``three-stage``
+    ``sender`` (*s*) → ``middle`` (*s+1*, source *s*) → ``receiver`` (*s+2*,
+    source *s+1*). ``relay()`` makes the middle poll and re-send what it got
+    under the same request ids (``save_async(rid, chunk["data"], chunk["finished"])``).
+``loopback``
+    one ``adapter`` whose receiver reads its own sender (``src_stage_id ==
+    stage_id``): every call goes to it.
+
+``stop()`` stops every member, the last receiver first, unless ``on=`` names
+one. Each link from a sending member to the one that receives from it is a
+*hop*: the oracles judge each hop's records on their own (:mod:`.checks`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .scenario import TOPOLOGIES, Op
+
+__all__ = ["Hop", "Member", "call", "hops", "members", "roles_for"]
+
+
+@dataclass(frozen=True)
+class Member:
+    """One adapter of the scenario: its role and the stage ids the factory gets."""
+
+    role: str
+    stage_id: int
+    src_stage_id: int | None  # None: the factory's default (a pure sender never receives)
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One link: *sender* puts keys of *stage_id*; *receiver* gets them."""
+
+    sender: str
+    receiver: str
+    stage_id: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.sender}->{self.receiver}"
+
+
+def members(topology: str, first_stage: int) -> list[Member]:
+    roles = TOPOLOGIES[topology]
+    if topology == "loopback":
+        return [Member(roles[0], first_stage, first_stage)]
+    return [
+        Member(role, first_stage + i, None if i == 0 else first_stage + i - 1)
+        for i, role in enumerate(roles)
+    ]
+
+
+def hops(topology: str, first_stage: int) -> list[Hop]:
+    ms = members(topology, first_stage)
+    if len(ms) == 1:
+        return [Hop(ms[0].role, ms[0].role, ms[0].stage_id)]
+    return [Hop(a.role, b.role, a.stage_id) for a, b in itertools.pairwise(ms)]
+
+
+def roles_for(op: Op, roles: tuple[str, ...]) -> tuple[str, ...]:
+    """The members *op* is called on, in order."""
+    if op.on is not None:
+        return (op.on,)
+    if op.kind in ("save", "cancel", "fail_build"):
+        return roles[:1]
+    if op.kind == "relay":
+        return ("middle",)
+    if op.kind == "stop":
+        return tuple(reversed(roles))
+    return roles[-1:]
+
+
+def call(op: Op, adapters: Mapping[str, Any], note: Callable[[str], None]) -> None:
+    """Make the scheduler call *op* stands for on its member(s); a ``RuntimeError`` (a call
+    after ``stop()``, which the contract says raises) is noted, not raised."""
+    roles = tuple(adapters)
+    for role in roles_for(op, roles):
+        target = adapters[role]
+        who = "" if len(roles) == 1 else f"{role}."
+        try:
+            _one(op, target, who, note)
+        except RuntimeError as exc:
+            note(f"  {who}{op} raised {exc!r}")
+
+
+def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
+    kind = op.kind
+    if kind == "save":
+        target.save_async(op.request_id, op.obj, op.final)
+    elif kind == "cancel":
+        target.cancel_sender(op.request_id)
+    elif kind == "load":
+        target.load_async(op.request_id)
+    elif kind == "cleanup":
+        target.cleanup_receiver(op.request_id)
+    elif kind == "poll":
+        note(f"  {who}poll_ready() -> {target.poll_ready()!r}")
+    elif kind == "relay":
+        ready = target.poll_ready()
+        note(f"  {who}poll_ready() -> {ready!r}")
+        for request_id, chunks in dict(ready).items():
+            for chunk in chunks if isinstance(chunks, list) else []:
+                if isinstance(chunk, dict):
+                    target.save_async(request_id, chunk.get("data"), bool(chunk.get("finished")))
+    elif kind == "stop":
+        target.stop()
+    else:  # pragma: no cover - the runners handle faults and settle themselves
+        raise ValueError(f"{op} is not an adapter call")

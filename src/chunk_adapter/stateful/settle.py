@@ -1,0 +1,243 @@
+"""Settling after each step: wait until the adapters have done what the model says, then judge.
+
+:class:`Settling` is the half of the harness that waits and judges; the
+half that makes calls is :class:`~chunk_adapter.stateful.harness.Harness`.
+Quiescence is detected, not guessed: a marker chunk saved behind everything
+else shows the sender's SAVE thread has worked through its FIFO (R5), and a
+quiet round of the receiver's RECV thread (the gets of a sentinel
+registration nobody sends to are its heartbeat) shows nothing is left to
+fetch. Then the counts must match the model within a short grace period, and
+every oracle runs. Every wait is bounded by ``timeout``: one that runs out is
+a liveness violation, never a hang; seeing more than the model allows is
+reported at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+from ..connectors.gates import Gate
+from ..history import ConnectorOp
+from ..model import ContractModel
+from ..oracles import ContractViolation, RecordedPipeline, Violation, check
+from .budget import Budget
+from .verdicts import count_violation, differs, sent_violation
+from .world import World
+
+__all__ = ["GRACE", "MARKER", "SENTINEL", "Settling", "step"]
+
+SENTINEL = "sentinel"
+"""A request id registered at start and never sent to: its gets are the RECV heartbeat."""
+MARKER = "marker"
+"""A request id whose final chunks, saved after each step, show the SAVE FIFO is done."""
+GRACE = 0.05
+"""Seconds the counts may still lag once both threads were seen idle."""
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def step(fn: F) -> F:
+    """A harness step: checks the budget first; on an exception marks the harness failed
+    (so teardown does not pile on) and records the failure with its reproducer."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Settling, *args: Any, **kwargs: Any) -> Any:
+        if self.budget is not None:
+            self.budget.check()
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as exc:
+            self.failed = True
+            if self.budget is not None:
+                self.budget.record_failure(exc)
+            raise
+        except BaseException:
+            self.failed = True
+            raise
+
+    return cast(F, wrapper)
+
+
+class Settling:
+    """Waiting for quiescence and judging it (module doc); the harness's base."""
+
+    world: World
+    model: ContractModel
+    adapter: RecordedPipeline
+    timeout: float
+    put_tries: int
+    reproduce: str
+    budget: Budget | None
+    steps: list[str]
+    failed: bool
+    save_gate: Gate | None
+    recv_gate: Gate | None
+    _armed_builds: dict[str, deque[Gate]]
+    _armed_puts: dict[str, deque[Gate]]
+    _armed_gets: dict[str, deque[Gate]]
+    _markers: int
+    judge_each_settle: bool
+
+    @step
+    def settle(self, what: str) -> None:
+        """Wait until the adapters have done what the model says, then run the oracles.
+
+        When a thread cannot be observed idle (it is held, or injected put
+        failures are pending), the counts get the full liveness timeout.
+        """
+        self.steps.append(what)
+        if self.model.stopped:
+            self._oracles(what, quiescent=False)
+            return
+        self._catch_gates(what)
+        m = self.model
+        sender_known = m.held_save is not None or (m.put_failures == 0 and self._marker(what))
+        receiver_known = m.held_get is not None or self._quiet_rounds(what)
+        grace = GRACE if sender_known and receiver_known else self.timeout
+        history = self.world.history
+        reached = history.wait_for(lambda c: differs(c, m) is not None, grace)
+        diff = differs(history.counts_copy(), m)
+        if not reached or diff != "equal":
+            self._diagnose(what)
+            self._fail(what, [count_violation(diff, history.counts_copy(), m, reached)])
+        if self.judge_each_settle:
+            self.judge(what)
+
+    @step
+    def judge(self, what: str) -> None:
+        """Every oracle on the history so far, and the puts in order against the model's.
+
+        The harness runs it after each settle; the machine, once per rule (an
+        invariant), which finds the same violations — the history keeps them —
+        at a fraction of the cost of re-reading the history after every call.
+        """
+        self._oracles(what, quiescent=False)
+        self._compare_sent(what)
+
+    def _marker(self, what: str) -> bool:
+        """Save a final chunk for MARKER and wait for its put: the FIFO before it is done."""
+        self._markers += 1
+        obj = [MARKER, self._markers]
+        self.model.save(MARKER, copy.deepcopy(obj), True)
+        self.adapter.save_async(MARKER, obj, True)
+        key = self.model.key(MARKER, 0)
+        target = self.model.ok_puts[key]
+        if not self.world.history.wait_for(
+            lambda c: c.ok_puts[key] >= target or differs(c, self.model) not in (None, "equal"),
+            self.timeout,
+        ):
+            self._diagnose(what)
+            self._fail(
+                what,
+                [
+                    Violation(
+                        "R23",
+                        f"a chunk saved after this step ({obj!r}) was not put within "
+                        f"{self.timeout}s: the SAVE thread is stuck or lost it",
+                        MARKER,
+                        key,
+                    )
+                ],
+            )
+        return True
+
+    def _quiet_rounds(self, what: str) -> bool:
+        """Wait for a RECV round, begun after now, in which no get found anything (watch)."""
+        history = self.world.history
+        start = history.tick()
+        m = self.model
+        if not history.wait_for(
+            lambda c: c.quiet_since > start or differs(c, m) not in (None, "equal"),
+            self.timeout,
+        ):
+            self._diagnose(what)
+            self._fail(
+                what,
+                [
+                    Violation(
+                        "R17",
+                        f"the RECV thread did not complete an idle round over its polling "
+                        f"queue within {self.timeout}s (the registered request {SENTINEL!r} "
+                        "must be polled every round)",
+                        SENTINEL,
+                    )
+                ],
+            )
+        return True
+
+    def _catch_gates(self, what: str) -> None:
+        """A hold the model expects must be reached by the adapter's thread in time."""
+        m = self.model
+        if m.held_save is not None and self.save_gate is None:
+            held = m.held_save
+            if held.stage == "build":
+                gate = self._armed_builds[held.item.request_id].popleft()
+                desc = f"the build of {held.item.snapshot!r} for {held.item.request_id!r}"
+            else:
+                assert held.key is not None
+                gate = self._armed_puts[held.key].popleft()
+                desc = f"the put of {held.key!r}"
+            self.save_gate = gate
+            if not gate.wait_started(self.timeout):
+                self._diagnose(what)
+                rule = "R11" if held.item.is_final else "R23"
+                self._fail(
+                    what,
+                    [
+                        Violation(
+                            rule,
+                            f"{desc} never started (waited {self.timeout}s)",
+                            held.item.request_id,
+                            held.key,
+                        )
+                    ],
+                )
+        if m.held_get is not None and self.recv_gate is None:
+            hg = m.held_get
+            gate = self._armed_gets[hg.key].popleft()
+            self.recv_gate = gate
+            if not gate.wait_started(self.timeout):
+                self._diagnose(what)
+                self._fail(
+                    what,
+                    [
+                        Violation(
+                            "R23",
+                            f"the registration's get of {hg.key!r} never came "
+                            f"(waited {self.timeout}s)",
+                            hg.request_id,
+                            hg.key,
+                        )
+                    ],
+                )
+
+    def _diagnose(self, what: str) -> None:
+        """Before reporting a missing or extra action: poll once (recorded) so the
+        oracles see what the receiver committed, and report their verdict if any:
+        an oracle names the root cause; a count that is off is its consequence."""
+        with contextlib.suppress(Exception):  # the oracles and the count check report
+            self.adapter.poll_ready()
+        self._oracles(what, quiescent=False)
+
+    def _oracles(self, what: str, *, quiescent: bool) -> None:
+        violations = check(self.world.history, quiescent=quiescent, put_tries=self.put_tries)
+        if violations:
+            self._fail(what, violations)
+
+    def _compare_sent(self, what: str) -> None:
+        ops = sorted(self.world.history.records(ConnectorOp), key=lambda o: o.begin)
+        actual = [(o.key, o.value) for o in ops if o.op == "put" and o.outcome == "ok"]
+        violation = sent_violation(self.model.sent, actual)
+        if violation is not None:
+            self._fail(what, [violation])
+
+    def _fail(self, what: str, violations: list[Violation]) -> None:
+        recent = "; ".join(self.steps[-8:])
+        context = f"  at step: {what}\n  recent steps: {recent}"
+        if self.reproduce:
+            context += f"\n  reproduce: {self.reproduce}"
+        raise ContractViolation(violations, context)

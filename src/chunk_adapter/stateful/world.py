@@ -1,0 +1,133 @@
+"""The recorded world of one example: connectors, builder, and the adapters under test.
+
+``RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector)))`` and a
+recording ``GatedBuilder`` share one :class:`WatchedHistory`. By default the
+factory builds a **pipeline** of two adapters over that connector, as a real
+deployment does: a sender (``stage_id=0``) that gets ``save_async`` and
+``cancel_sender``, and a receiver (``stage_id=1, src_stage_id=0``) that gets
+``load_async``, ``poll_ready`` and ``cleanup_receiver``; ``stop()`` stops
+both. An adapter may keep per-request state shared by its own send and
+receive sides (vllm-omni's does, and wipes it when a request ends): that is
+correct in a pipeline, so the machines never make one adapter receive its own
+chunks unless asked to (``loopback=True``: one adapter, ``stage_id ==
+src_stage_id == 1``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..connectors import (
+    FaultyConnector,
+    GatedBuilder,
+    GatedConnector,
+    MemoryConnector,
+    RecordingConnector,
+)
+from ..factory import AdapterFactory, AdapterLike
+from ..oracles import RecordedPipeline
+from .watch import WatchedHistory
+
+__all__ = [
+    "CLOSE_BOUND",
+    "LOOPBACK_STAGE",
+    "RECEIVER_STAGE",
+    "SENDER_STAGE",
+    "STOP_BOUND",
+    "World",
+    "bounded",
+]
+
+SENDER_STAGE = 0
+RECEIVER_STAGE = 1  # reads SENDER_STAGE's keys
+LOOPBACK_STAGE = 1  # the loopback variant: one adapter, stage_id == src_stage_id
+STOP_BOUND = 20.0
+"""Seconds a ``stop()`` may take before it is reported (R18): the contract allows its
+join timeout (1 s by default); this is far above it, for a loaded machine."""
+CLOSE_BOUND = 3.0
+"""Seconds :meth:`World.close` waits for each ``stop()`` when an example ends: cleanup,
+not a check (a hung ``stop()`` was reported by the step that called it)."""
+
+
+def bounded(fn: Callable[[], object], seconds: float) -> tuple[bool, BaseException | None]:
+    """Run *fn* on a helper daemon thread; ``(returned, exception)`` within *seconds*.
+
+    A call that never returns is then a finding the caller names, not a hang.
+    """
+    box: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # reported by the caller
+            box.append(exc)
+        else:
+            box.append(None)
+
+    thread = threading.Thread(target=run, name="stateful-bounded-call", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        return False, None
+    return True, box[0]
+
+
+@dataclass
+class World:
+    """One example's connectors, builder and adapters (module doc)."""
+
+    history: WatchedHistory
+    memory: MemoryConnector
+    gated: GatedConnector
+    faulty: FaultyConnector
+    connector: RecordingConnector
+    builder: GatedBuilder
+    sender: AdapterLike
+    receiver: AdapterLike
+    adapter: RecordedPipeline
+
+    @property
+    def loopback(self) -> bool:
+        return self.sender is self.receiver
+
+    @property
+    def send_stage(self) -> int:
+        return LOOPBACK_STAGE if self.loopback else SENDER_STAGE
+
+    @classmethod
+    def build(cls, factory: AdapterFactory, *, loopback: bool = False) -> World:
+        history = WatchedHistory()
+        memory = MemoryConnector(consume_on_get=True)
+        gated = GatedConnector(memory)
+        faulty = FaultyConnector(gated)
+        connector = RecordingConnector(faulty, history)
+        builder = GatedBuilder(history=history)
+        if loopback:
+            sender = factory(
+                connector,
+                stage_id=LOOPBACK_STAGE,
+                src_stage_id=LOOPBACK_STAGE,
+                build_payload=builder,
+            )
+            receiver = sender
+        else:
+            sender = factory(connector, stage_id=SENDER_STAGE, build_payload=builder)
+            try:
+                receiver = factory(connector, stage_id=RECEIVER_STAGE, src_stage_id=SENDER_STAGE)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    bounded(sender.stop, CLOSE_BOUND)
+                raise
+        adapter = RecordedPipeline(sender, receiver, history)
+        return cls(history, memory, gated, faulty, connector, builder, sender, receiver, adapter)
+
+    def close(self) -> None:
+        """Open every gate and stop the adapters, each stop bounded; errors ignored."""
+        self.gated.release_all()
+        self.builder.release_all()
+        for raw in [self.sender] if self.loopback else [self.sender, self.receiver]:
+            with contextlib.suppress(Exception):  # after a failure, the failure is what matters
+                bounded(raw.stop, CLOSE_BOUND)

@@ -1,0 +1,23 @@
+"""The catalogue of CORRECT ChunkAdapters, one spec string each.
+
+Every adapter here keeps the contract (docs/contract.md);
+each is written from the spec in a different shape, the way an outside team
+would write one. ``chunk-adapter verify`` must pass every one of them: a
+non-zero exit on any is a false alarm of the suite. The one list, used by
+tests/quality/test_correct_catalogue.py and benchmarks/false_alarms.py.
+"""
+
+from __future__ import annotations
+
+CORRECT: tuple[str, ...] = (
+    "tests.quality.correct.split_pkg:make",
+    "tests.quality.correct.options_factory:make",
+    "tests.quality.correct.queue_fifo:make",
+    "tests.quality.correct.executor_save:make",
+    "tests.quality.correct.rlock_perf:make",
+    "tests.quality.correct.base_sub:make",
+    "tests.quality.correct.two_conditions:make",
+    "tests.quality.correct.dataclass_state:make",
+    "tests.quality.correct.thread_subclass:make",
+    "tests.quality.correct.shared_state:make",
+)
