@@ -4,7 +4,7 @@
 profile    budget  examples  steps  liveness  explorer  use
 =========  ======  ========  =====  ========  ========  ==================================
 quick      60 s    100       30     5 s       25        pre-commit, derandomized
-ci         150 s   150       40     10 s      120       default: a CI gate, derandomized
+ci         240 s   150       40     10 s      60        default: a CI gate, derandomized
 hunt       1800 s  1000      60     10 s      2000      regression hunting: random seeds
 =========  ======  ========  =====  ========  ========  ==================================
 
@@ -65,7 +65,7 @@ PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile("quick", 100, 30, 5.0, True, budget=60.0, explore_runs=25),
-        Profile("ci", 150, 40, 10.0, True, budget=150.0, explore_runs=120),
+        Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
         Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000),
     )
 }

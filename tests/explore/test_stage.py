@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from chunk_adapter.explore.stage import run_stage  # noqa: E402
+from chunk_adapter.explore.stage import EXPLORE_RUNS, run_stage  # noqa: E402
 from chunk_adapter.factory import load_factory  # noqa: E402
 from chunk_adapter.outcome import CheckResult, StageContext  # noqa: E402
 from chunk_adapter.verify.replay import replay_string  # noqa: E402
@@ -99,7 +99,7 @@ def test_the_deadline_is_kept_and_what_did_not_run_is_said() -> None:
     assert "--max-seconds" in results[-1].evidence
     for r in results:
         if r.verdict == "pass":
-            assert r.coverage == "120 of 120 executions", r
+            assert r.coverage == f"{EXPLORE_RUNS['ci']} of {EXPLORE_RUNS['ci']} executions", r
         elif r.name != "scenarios not run":
             assert r.coverage.endswith("executions (time budget)"), r
 
@@ -107,5 +107,6 @@ def test_the_deadline_is_kept_and_what_did_not_run_is_said() -> None:
 def test_the_reference_adapter_passes_every_scenario_run() -> None:
     results = stage("chunk_adapter.adapter:ChunkAdapter")
     assert verdicts(results) == {"pass"}, [(r.name, r.verdict, r.evidence) for r in results]
-    assert all(r.coverage == "25 of 25 executions" for r in results)
+    runs = EXPLORE_RUNS["quick"]
+    assert all(r.coverage == f"{runs} of {runs} executions" for r in results)
     assert all("white-box" in r.evidence for r in results)

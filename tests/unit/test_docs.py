@@ -2,8 +2,8 @@
 
 The blocks of one file run in order, in one namespace, in a fresh interpreter
 (as a reader would paste them). A reader's own adapter is played by the
-reference one: ``MyAdapter`` is ``ChunkAdapter`` and a ``mypkg`` package holds
-it. A block that cannot run here says why in a ``<!-- no-run: reason -->``
+reference one: ``MyAdapter`` is ``ChunkAdapter``, ``make`` its factory, and a
+``mypkg`` package holds them. A block that cannot run here says why in a ``<!-- no-run: reason -->``
 line just above it; there is none today.
 """
 
@@ -19,9 +19,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- no-run: [^>]+-->\n)?```python\n(.*?)```", re.S)
-PRELUDE = "from chunk_adapter import ChunkAdapter as MyAdapter\n"
+PRELUDE = (
+    "from chunk_adapter import ChunkAdapter as MyAdapter\n"
+    "from chunk_adapter.factory import reference_factory as make\n"
+)
 MYPKG = {
-    "mypkg/__init__.py": "",
+    "mypkg/__init__.py": "from chunk_adapter.factory import reference_factory as make\n",
+    "mypkg/vendored.py": "",
     "mypkg/adapter.py": "from chunk_adapter.adapter import ChunkAdapter as Adapter\n",
     "mypkg/mymod.py": "from chunk_adapter.factory import reference_factory as my_factory\n",
 }
