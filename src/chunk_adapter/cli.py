@@ -88,6 +88,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the adapter to replay the counterexample against (the one verify reported on, "
         "or its fixed version), as package.module:factory",
     )
+    again.add_argument(
+        "--substitute",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="as verify's --substitute: more modules whose threads the explorer controls",
+    )
     bench = commands.add_parser(
         "bench", help="benchmark the adapter per connector, polling vs event-driven"
     )
@@ -160,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .verify.replay import replay_string
 
         sys.path.insert(0, os.getcwd())
+        if args.substitute:  # read by the explorer's replay, as verify's workers pass it
+            os.environ["CHUNK_ADAPTER_SUBSTITUTE"] = ",".join(args.substitute)
         try:
             return replay_string(args.string, args.adapter, sys.stdout)
         except InvalidValue as exc:

@@ -117,7 +117,12 @@ def _check_signature(spec: str, factory: Callable[..., Any]) -> None:
 
 
 def accepts_runtime(factory: Callable[..., Any]) -> bool:
-    """Whether *factory* takes ``runtime=`` (then the explorer can drive it white-box)."""
+    """Whether *factory* may take ``runtime=``: it declares it, or takes ``**kwargs``.
+
+    Only a hint: a ``**options`` factory may drop it. The explorer does not rely
+    on this; it builds one adapter and looks whether its threads came through
+    the runtime (:mod:`chunk_adapter.explore.control`).
+    """
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):
