@@ -3,7 +3,7 @@
 =========  ======  ========  =====  ========  ========  ==================================
 profile    budget  examples  steps  liveness  explorer  use
 =========  ======  ========  =====  ========  ========  ==================================
-quick      60 s    100       30     5 s       25        pre-commit, derandomized
+quick      120 s   100       30     5 s       25        pre-commit, derandomized
 ci         240 s   150       40     10 s      60        default: a CI gate, derandomized
 hunt       1800 s  1000      60     10 s      2000      regression hunting: random seeds
 =========  ======  ========  =====  ========  ========  ==================================
@@ -64,7 +64,7 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("quick", 100, 30, 5.0, True, budget=60.0, explore_runs=25),
+        Profile("quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25),
         Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
         Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000),
     )

@@ -108,7 +108,7 @@ QUICK_PAIRS = [
 @pytest.mark.parametrize("pair", QUICK_PAIRS, ids=["split+queue", "executor+shared"])
 def test_correct_adapters_pass_verify_quick(pair: Sequence[str], tmp_path: Path) -> None:
     """The default tier: four shapes under the quick profile, two verifies at once."""
-    runs = _verify_pair(pair, tmp_path, ["--profile", "quick"])
+    runs = _verify_pair(pair, tmp_path, ["--profile", "quick", "--max-seconds", "240"])
     failed = [run for run in runs if run.returncode != 0]
     assert not failed, "false alarm(s) on correct adapters:\n" + "\n".join(
         run.transcript() for run in failed
