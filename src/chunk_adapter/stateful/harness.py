@@ -23,13 +23,12 @@ from ..factory import AdapterFactory
 from ..model import ContractModel, ModelStopped
 from ..oracles import Violation
 from .budget import Budget
+from .payloads import MUTATION, mutate
 from .settle import MARKER, SENTINEL, Settling, step
 from .verdicts import is_prefix, poll_violation
 from .world import STOP_BOUND, World, bounded
 
-__all__ = ["MARKER", "SENTINEL", "Harness"]
-
-MUTATION = "<mutated after save_async>"
+__all__ = ["MARKER", "MUTATION", "SENTINEL", "Harness"]
 
 
 class Harness(Settling):
@@ -72,19 +71,19 @@ class Harness(Settling):
     # ---------------------------------------------------------- scheduler calls
     @step
     def save(self, request_id: str, obj: Any, is_final: bool) -> None:
-        """``save_async``, then mutate *obj* (R4): before settling when the SAVE thread is
-        held (its build comes later), else after (the build is done by then)."""
+        """``save_async``, then mutate *obj* at every depth (R4, :mod:`.payloads`): before
+        settling when the SAVE thread is held (its build comes later), else after (the
+        build is done by then; a shallow snapshot still shares what is mutated)."""
         what = f"save_async({request_id!r}, {obj!r}, {is_final})"
         snap = copy.deepcopy(obj)
         expect_stop = self._model(lambda: self.model.save(request_id, snap, is_final))
         self._call(what, expect_stop, lambda: self.adapter.save_async(request_id, obj, is_final))
-        if self.model.held_save is not None and isinstance(obj, list):
-            obj.append(MUTATION)
+        if self.model.held_save is not None:
+            mutate(obj)
             self.settle(what)
         else:
             self.settle(what)
-            if isinstance(obj, list):
-                obj.append(MUTATION)
+            mutate(obj)
 
     @step
     def cancel(self, request_id: str) -> None:

@@ -5,8 +5,13 @@ which settles after the step and runs the oracles. The harness drives a
 pipeline — a sender and a receiver built by the factory — unless the machine
 is made with ``loopback=True``. Three request ids (one with
 an ``_`` in it) so that collisions, cancels, cleanups and reuse of finished ids
-actually happen. Saved objects are lists the machine mutates after the call
-(R4); some saves pass ``None`` (R8). Gates hold a build, a put or a get so
+actually happen, and a burst of :data:`MANY` interleaved streams. Saved
+objects are flat lists or nested ones (a dict of lists, a ``bytearray``, an
+object with its own ``__deepcopy__``) that the machine mutates at every depth
+after the call (R4, :mod:`.payloads`); some saves pass ``None`` (R8, a final
+too). Cancels come at every point of a stream, and twice; a request id is
+reused after its final, after cleanup and while its previous final is still
+queued (``reuse_while_final_queued``). Gates hold a build, a put or a get so
 calls overlap the SAVE or RECV thread's work — including a get in flight
 across ``cleanup_receiver`` + ``load_async`` (R16). ``stop()`` is a step too;
 after it the sending and registering calls must raise (R19).
@@ -32,12 +37,16 @@ from ..factory import AdapterFactory
 from ..profiles import current_profile
 from .budget import Budget
 from .harness import Harness
+from .payloads import make
 
-__all__ = ["REQUEST_IDS", "ConformanceMachine", "MachineConfig"]
+__all__ = ["MANY", "REQUEST_IDS", "ConformanceMachine", "MachineConfig"]
 
 REQUEST_IDS = ("a", "b_1", "c")
+MANY = tuple(f"m{i}" for i in range(6))
+"""The ids of ``interleaved_streams`` (used by no other rule)."""
 rids = st.sampled_from(REQUEST_IDS)
-payload_kinds = st.sampled_from(("list", "list", "list", "none"))
+payload_kinds = st.sampled_from(("list", "nested", "nested", "none"))
+object_kinds = st.sampled_from(("list", "nested"))
 
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -116,7 +125,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def _object(self, rid: str, kind: str) -> Any:
         self.serial += 1
-        return None if kind == "none" else [rid, self.serial]
+        return make(rid, self.serial, kind)
 
     def _save_idle(self) -> bool:
         return not self.h.model.stopped and self.h.model.held_save is None
@@ -138,20 +147,46 @@ class ConformanceMachine(RuleBasedStateMachine):
         count=st.integers(1, 3),
         final=st.booleans(),
         none_at=st.sampled_from((None, 0, 1, 2)),
+        kind=object_kinds,
     )
     @judged
-    def stream(self, rid: str, count: int, final: bool, none_at: int | None) -> None:
+    def stream(self, rid: str, count: int, final: bool, none_at: int | None, kind: str) -> None:
         """Save *count* non-final chunks (chunk *none_at* is ``None``: skipped, R8), then
         the final if *final*: one stream's worth."""
         for i in range(count):
-            self.save(rid, False, "none" if i == none_at else "list")
+            self.save(rid, False, "none" if i == none_at else kind)
         if final:
-            self.save(rid, True, "list")
+            self.save(rid, True, kind)
+
+    @rule(
+        rid=rids,
+        count=st.integers(0, 2),
+        cancel_at=st.integers(0, 3),
+        twice=st.booleans(),
+        kind=object_kinds,
+    )
+    @judged
+    def stream_with_cancel(
+        self, rid: str, count: int, cancel_at: int, twice: bool, kind: str
+    ) -> None:
+        """A stream of *count* non-finals and a final with ``cancel_sender`` at position
+        *cancel_at* (0: before the first save, *count*: just before the final, past it:
+        after the final), once or *twice* in a row (R6, R11, R27)."""
+        cancel_at = min(cancel_at, count + 1)
+        for i in range(count + 2):
+            if i == cancel_at:
+                self.cancel(rid)
+                if twice:
+                    self.cancel(rid)
+            if i < count:
+                self.save(rid, False, kind)
+            elif i == count:
+                self.save(rid, True, kind)
 
     @precondition(_save_idle)
-    @rule(rid=rids, final=st.booleans(), at=st.sampled_from(("build", "put")))
+    @rule(rid=rids, final=st.booleans(), at=st.sampled_from(("build", "put")), kind=object_kinds)
     @judged
-    def save_held(self, rid: str, final: bool, at: str) -> None:
+    def save_held(self, rid: str, final: bool, at: str, kind: str) -> None:
         """Save a chunk whose build (or put) is then held at a gate."""
         m = self.h.model
         if at == "build":
@@ -162,15 +197,61 @@ class ConformanceMachine(RuleBasedStateMachine):
             if m.put_failures or m.build_failures[rid] or (rid in m.cancelled and not final):
                 return  # no-op: the chunk would fail or be dropped before its put
             self.h.hold_put(m.next_send_key(rid))
-        self.h.save(rid, self._object(rid, "list"), final)
+        self.h.save(rid, self._object(rid, kind), final)
 
-    @rule(rid=rids)
+    @precondition(lambda self: self._save_idle() and self.h.save_gate is None)
+    @rule(rid=rids, count=st.integers(0, 2), final=st.booleans(), kind=object_kinds)
     @judged
-    def cancel(self, rid: str) -> None:
+    def reuse_while_final_queued(self, rid: str, count: int, final: bool, kind: str) -> None:
+        """Reuse a request id while its previous stream's final is still queued (R9, R11).
+
+        Hold the SAVE thread in the build of *rid*'s final, save a new stream under
+        the same id behind it (*count* non-finals, then a final if *final*), release:
+        the new stream starts at chunk 0 after the old final, and none of it is lost.
+        The receiver is not polling *rid* meanwhile (cleaned up first if it was), so
+        both streams' keys may be put in one burst without a race at the receiver.
+        """
+        m = self.h.model
+        if rid in m.cancelled:
+            return  # no-op: a cancelled request's final is put without a build to hold
+        if m.polling_key(rid) is not None:
+            self.h.cleanup(rid)
+        self.h.hold_build(rid)
+        self.h.save(rid, self._object(rid, kind), True)
+        for _ in range(count):
+            self.h.save(rid, self._object(rid, kind), False)
+        if final:
+            self.h.save(rid, self._object(rid, kind), True)
+        self.h.release_save()
+
+    @precondition(_running)
+    @rule(ids=st.integers(2, len(MANY)), chunks=st.integers(1, 2), kind=object_kinds)
+    @judged
+    def interleaved_streams(self, ids: int, chunks: int, kind: str) -> None:
+        """Many streams at once: register *ids* requests, save their chunks round-robin,
+        then their finals, poll, and clean them all up (R9, R13, R14, R17, R23)."""
+        names = MANY[:ids]
+        for rid in names:
+            self.h.load(rid)
+        for _ in range(chunks):
+            for rid in names:
+                self.save(rid, False, kind)
+        for rid in names:
+            self.save(rid, True, kind)
+        self.h.poll()
+        for rid in names:
+            self.h.cleanup(rid)
+
+    @rule(rid=rids, twice=st.booleans())
+    @judged
+    def cancel(self, rid: str, twice: bool = False) -> None:
+        """``cancel_sender``, and with *twice* a second time: it changes nothing more (R6)."""
         held = self.h.model.held_save
         if held is not None and held.stage == "build" and held.item.request_id == rid:
             return  # no-op: the contract allows both outcomes here (R6)
         self.h.cancel(rid)
+        if twice:
+            self.h.cancel(rid)
 
     @precondition(lambda self: self.h.save_gate is not None)
     @rule()

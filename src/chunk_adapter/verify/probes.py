@@ -18,6 +18,7 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
 from .bounded import Hang, bounded, stopping, wait_until
+from .leaks import Undecided, probe_bounded_state
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -158,6 +159,7 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
     ("stop and after", ("R18", "R19"), probe_stop),
     ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
     ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
+    ("bounded state", ("R24",), probe_bounded_state),
 )
 
 
@@ -168,8 +170,10 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     scheduler call R3 (it must not block); a chunk that never came is R23. A
     factory that is merely slow decides nothing (inconclusive). Any other
     exception is the adapter raising where no call may raise: a failure
-    without a rule.
+    without a rule. :class:`~.leaks.Undecided` is inconclusive.
     """
+    if isinstance(exc, Undecided):  # a check that could not decide: never a violation
+        return "inconclusive", str(exc), rules
     if isinstance(exc, Hang):
         text = str(exc)
         if text.startswith("the factory"):

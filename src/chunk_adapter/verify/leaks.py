@@ -1,0 +1,221 @@
+"""R24, bounded state, checked black-box: does retained memory grow with finished requests?
+
+A sender and a receiver run batches of request ids to the end, each id in one
+of four shapes — a full stream; a cancel before the first save; a cancel after
+the final (its mark, R27, is used up by the next stream of that id, which is
+then received too); and a registration cleaned up before its final (the
+scheduler gave the request up; the check drains the final's key itself). After
+each batch every stream is finished and cleaned up, the connector (a
+:class:`~chunk_adapter.connectors.MemoryConnector` that consumes on get and
+keeps no key log) holds nothing, and nothing may be left per request.
+
+Retained memory is measured with :mod:`tracemalloc` after ``gc.collect()``:
+after a warm-up of :data:`WARMUP` ids (interpreter caches, free lists and any
+bounded history of up to that many requests fill up), after :data:`N` more,
+and after ``10 * N`` in all. Growth from N to 10·N over
+:data:`PER_REQUEST` bytes per request — a wide margin over tracemalloc noise,
+and below the smallest real leak (a dict entry keyed by the request id
+keeps ~90 bytes) — is a suspicion, which a second window of ``9 * N`` ids
+must confirm before it is reported as a violation with the figure; a
+suspicion the second window does not confirm is inconclusive (:class:`Undecided`).
+``stats()`` depths (any ``*_depth``, and the reference adapter's depth names) that
+grow with the ids run are reported the same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+from ..connectors import MemoryConnector
+from ..examples import ARRIVE, CALL, FACTORY
+from ..factory import AdapterLike
+from .bounded import Hang, bounded, stopping, wait_until
+
+__all__ = ["BATCH", "N", "PER_REQUEST", "WARMUP", "Undecided", "probe_bounded_state"]
+
+BATCH = 50
+"""Request ids in flight at once (each batch ends with nothing open)."""
+BATCH_BOUND = 3 * ARRIVE
+"""Seconds one batch may take (its waits for chunks are bounded by ``ARRIVE`` each)."""
+N = 200
+"""The small run; the large one is ``10 * N`` ids (both multiples of :data:`BATCH`)."""
+WARMUP = 1000
+"""Ids run before the first measurement: caches and bounded histories fill up first."""
+PER_REQUEST = 16.0
+"""Bytes retained per finished request above which growth is a suspicion."""
+DEPTHS = frozenset(
+    {"cancel_marks", "open_streams", "registered", "ready_chunks", "stalled", "save_in_flight"}
+)
+"""The reference adapter's depth names in ``stats()`` (besides any ``*_depth``)."""
+
+
+class Undecided(AssertionError):
+    """The check saw something it could not confirm: inconclusive, never a violation."""
+
+
+Factory = Callable[..., AdapterLike]
+
+
+class _Pipeline:
+    """A sender and a receiver over one consuming, log-free memory connector."""
+
+    def __init__(self, factory: Factory) -> None:
+        self.conn = MemoryConnector(consume_on_get=True, history=0)
+        self.snd = bounded(lambda: factory(self.conn, stage_id=0), FACTORY, "the factory (sender)")
+        self.rcv = bounded(
+            lambda: factory(self.conn, stage_id=1), FACTORY, "the factory (receiver)"
+        )
+        self.prefix = 0
+        self.puts = 0  # puts the sender must have made so far (the connector counts them)
+
+    def receive(self, finals: set[str], firsts: set[str]) -> None:
+        """Poll until each of *finals* got its final and each of *firsts* a chunk."""
+        got: dict[str, list[dict[str, Any]]] = {}
+
+        def arrived() -> bool:
+            for rid, chunks in self.rcv.poll_ready().items():
+                got.setdefault(rid, []).extend(chunks)
+            return all(rid in got for rid in firsts) and all(
+                got.get(rid) and got[rid][-1].get("finished") for rid in finals
+            )
+
+        wait_until(arrived, ARRIVE, f"R23: the chunks of {len(finals) + len(firsts)} streams")
+
+    def batch(self, size: int) -> None:
+        """*size* request ids, each through one of the four shapes (module doc)."""
+        self.prefix += 1
+        ids = [f"r24-{self.prefix}-{i}" for i in range(size)]
+        full, cancel_first, cancel_after, aborted = (ids[k::4] for k in range(4))
+        s, r = self.snd, self.rcv
+        for rid in ids:
+            r.load_async(rid)
+        for rid in cancel_first:
+            s.cancel_sender(rid)
+        for rid in full + cancel_first + aborted:
+            self._save(rid, [rid, 0], False)
+        for rid in full + cancel_first + cancel_after:
+            self._save(rid, [rid, 1], True)
+        self.puts += 2 * len(full) + len(cancel_first) + len(cancel_after) + len(aborted)
+        self.receive(set(full + cancel_first + cancel_after), set(aborted))
+        for rid in ids:
+            r.cleanup_receiver(rid)
+        for rid in cancel_after:  # a mark after the final: cuts the next stream (R27)
+            s.cancel_sender(rid)
+            r.load_async(rid)
+            self._save(rid, [rid, 2], True)
+        for rid in aborted:
+            self._save(rid, [rid, 1], True)
+        self.puts += len(cancel_after) + len(aborted)
+        self.receive(set(cancel_after), set())
+        for rid in cancel_after:
+            r.cleanup_receiver(rid)
+        wait_until(
+            lambda: self.conn.put_count >= self.puts, ARRIVE, f"R23: {self.puts} puts in all"
+        )
+        for rid in aborted:  # nobody receives these finals any more: take them out
+            self.conn.get(f"{rid}_0_1")
+
+    def _save(self, rid: str, obj: Any, final: bool) -> None:
+        self.snd.save_async(rid, obj, final)
+
+    def run(self, ids: int) -> None:
+        """*ids* request ids in batches; each batch bounded as a whole (one helper thread,
+        not one per call: thousands of calls)."""
+        for _ in range(ids // BATCH):
+            bounded(lambda: self.batch(BATCH), BATCH_BOUND, f"a batch of {BATCH} request ids")
+
+    def depths(self) -> dict[str, int]:
+        """The depth-like counts of both adapters' ``stats()`` (summed), if they have one."""
+        total: dict[str, int] = {}
+        for adapter in (self.snd, self.rcv):
+            for name, value in _stats(adapter).items():
+                if (name in DEPTHS or name.endswith("_depth")) and isinstance(value, int):
+                    total[name] = total.get(name, 0) + value
+        return total
+
+
+def _stats(adapter: AdapterLike) -> dict[str, Any]:
+    fn = getattr(adapter, "stats", None)
+    if not callable(fn):
+        return {}
+    try:
+        value = bounded(fn, CALL, "stats()")
+    except Exception:  # stats() is optional and not part of the contract
+        return {}
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, dict):
+        return value
+    return {}
+
+
+def _retained() -> int:
+    """Traced bytes in use after a full collection: the least of three readings, so a
+    background thread's passing temporaries do not count."""
+    readings = []
+    for _ in range(3):
+        gc.collect()
+        readings.append(tracemalloc.get_traced_memory()[0])
+    return min(readings)
+
+
+def _window(p: _Pipeline, small: int, large: int) -> tuple[float, list[str]]:
+    """Run *small* ids, measure, run up to *large*; bytes per request and depths grown."""
+    p.run(small)
+    m_small, d_small = _retained(), p.depths()
+    p.run(large - small)
+    m_large, d_large = _retained(), p.depths()
+    per_request = (m_large - m_small) / (large - small)
+    grown = [
+        f"stats().{name} {d_small.get(name, 0)} -> {value}"
+        for name, value in sorted(d_large.items())
+        if value - d_small.get(name, 0) >= (large - small) // 2
+    ]
+    return per_request, grown
+
+
+def _finding(per_request: float, grown: Iterable[str], small: int, large: int) -> str | None:
+    grown = list(grown)
+    if per_request < PER_REQUEST and not grown:
+        return None
+    parts = [f"retains {per_request:.0f} bytes per finished request (tracemalloc, after "
+             f"{small} and {large} request ids; allowed: under {PER_REQUEST:g})"]  # fmt: skip
+    parts += grown
+    return "; ".join(parts)
+
+
+def probe_bounded_state(factory: Factory) -> None:
+    """R24: after finals, cleanups and used-up cancel marks, nothing is kept per request."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        p = _Pipeline(factory)
+        with stopping(p.snd, p.rcv, seconds=CALL):
+            p.run(WARMUP)
+            per_request, grown = _window(p, N, 10 * N)
+            first = _finding(per_request, grown, N, 10 * N)
+            if first is None:
+                return
+            again, grown_again = _window(p, N, 10 * N)  # the confirmation: 9·N more ids
+            second = _finding(again, grown_again, N, 10 * N)
+    except Hang as exc:  # slow or stuck here is for the other checks to name
+        raise Undecided(f"R24 not decided: {exc}") from exc
+    finally:
+        if started:
+            tracemalloc.stop()
+    if second is None:
+        raise Undecided(
+            f"R24 not decided: the first window {first}, but a second window of {9 * N} "
+            f"more ids did not grow (a bounded cache filling up?). Rerun verify; if it "
+            f"repeats, the adapter keeps a history of more than {WARMUP} requests"
+        )
+    raise AssertionError(
+        f"R24: the adapter keeps state per finished request: {first}; confirmed by "
+        f"{9 * N} more ids: {second}. Drop a request's state when its final is put "
+        "(sender) and in cleanup_receiver (receiver)"
+    )

@@ -1,0 +1,91 @@
+"""The deeper generators and the bounded-state check catch the bugs they were made for.
+
+- tests/quality/broken_deep.py: a shallow snapshot, a snapshot sharing a
+  ``bytearray`` leaf, and a sender that drops a reused id's new stream while the
+  previous final is queued — each found by the state machine under its rule
+  (the search phase only, as in test_machines_find.py).
+- tests/quality/broken_leaks.py: state kept per finished request — found by the
+  R24 probe with the bytes per request; the reference adapter passes it.
+
+Rerun one by hand with, e.g.:
+    CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful \\
+        --adapter tests.quality.broken_deep:shallow_snapshot
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+
+import broken_deep
+import broken_leaks
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from chunk_adapter.adapter import ChunkAdapter
+from chunk_adapter.oracles import ContractViolation
+from chunk_adapter.profiles import hypothesis_settings
+from chunk_adapter.stateful import make_machine
+from chunk_adapter.verify.leaks import PER_REQUEST, probe_bounded_state
+
+LIVENESS = 2.0  # seconds; only broken adapters run the machine here
+
+
+@pytest.fixture(autouse=True)
+def _quiet(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    caplog.set_level(logging.CRITICAL, logger="chunk_adapter")
+    yield
+
+
+def _machine_finds(name: str) -> ContractViolation:
+    reproduce = (
+        "CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful "
+        f"--adapter tests.quality.broken_deep:{name}"
+    )
+    machine = make_machine(
+        getattr(broken_deep, name), liveness_timeout=LIVENESS, reproduce=reproduce
+    )
+    phases = [Phase.explicit, Phase.generate]
+    with pytest.raises(ContractViolation) as info:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(hypothesis_settings("quick"), phases=phases, database=None),
+        )
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.rule(*sorted(rules)))
+        for name, rules in sorted(broken_deep.EXPECTED.items())
+    ],
+)
+def test_machine_finds_deep_bug(name: str) -> None:
+    found = _machine_finds(name)
+    assert found.rules[:1] and found.rules[0] in broken_deep.EXPECTED[name], (
+        f"{name}: expected {sorted(broken_deep.EXPECTED[name])} first, got {found.rules}:\n{found}"
+    )
+
+
+def _per_request(text: str) -> float:
+    match = re.search(r"retains (\d+) bytes per finished request", text)
+    assert match, text
+    return float(match.group(1))
+
+
+@pytest.mark.rule("R24")
+@pytest.mark.parametrize("name", sorted(broken_leaks.EXPECTED))
+def test_bounded_state_probe_finds_the_leak(name: str) -> None:
+    with pytest.raises(AssertionError) as info:
+        probe_bounded_state(getattr(broken_leaks, name))
+    text = str(info.value)
+    assert text.startswith("R24: "), text
+    assert _per_request(text) >= PER_REQUEST, text
+
+
+@pytest.mark.rule("R24")
+def test_bounded_state_probe_passes_the_reference_adapter() -> None:
+    probe_bounded_state(ChunkAdapter)
