@@ -31,6 +31,8 @@ from chunk_adapter.stateful import make_machine
 from chunk_adapter.verify.leaks import PER_REQUEST, probe_bounded_state
 
 LIVENESS = 2.0  # seconds; only broken adapters run the machine here
+DEFAULT_TIER = {"container_snapshot", "reuse_drops_queued"}
+"""The rest run under -m slow (the default tier's budget; each costs 5-25 s loaded)."""
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +61,11 @@ def _machine_finds(name: str) -> ContractViolation:
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=pytest.mark.rule(*sorted(rules)))
+        pytest.param(
+            name,
+            marks=[pytest.mark.rule(*sorted(rules))]
+            + ([] if name in DEFAULT_TIER else [pytest.mark.slow]),
+        )
         for name, rules in sorted(broken_deep.EXPECTED.items())
     ],
 )
@@ -76,6 +82,7 @@ def _per_request(text: str) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.slow
 @pytest.mark.rule("R24")
 @pytest.mark.parametrize("name", sorted(broken_leaks.EXPECTED))
 def test_bounded_state_probe_finds_the_leak(name: str) -> None:

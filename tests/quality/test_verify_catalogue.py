@@ -47,6 +47,13 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_stress:builds_in_save_async": {"R3"},
     "broken_stress:puts_after_stop": {"R18"},
     "broken_stress:head_of_line_recv": {"R17", "R23"},
+    # found by the deeper generators (tests/quality/broken_deep.py; issue 11)
+    "broken_deep:shallow_snapshot": {"R4"},
+    "broken_deep:container_snapshot": {"R4"},
+    "broken_deep:reuse_drops_queued": {"R11"},
+    # found by the bounded-state probe (tests/quality/broken_leaks.py; R24)
+    "broken_leaks:send_state_kept": {"R24"},
+    "broken_leaks:leak_after_cleanup": {"R24"},
     # attacks on the tool itself (tests/quality/broken_verify.py)
     "broken_verify:hangs_in_stop": {"R18"},
     "broken_verify:deadlocks_in_save": {"R3"},
@@ -63,8 +70,12 @@ DEFAULT_TIER = {
     "broken_stress:stop_joins_forever",
     "broken_stress:busy_spinning_recv",
     "broken_verify:deadlocks_in_save",
+    "broken_leaks:send_state_kept",
 }
 """One or two per stage in the default tier; the whole catalogue runs under -m slow."""
+
+RULE_FIRST = {name for name in CATALOGUE if name.startswith(("broken_deep:", "broken_leaks:"))}
+"""Adapters whose own rule must be the first rule of the first failing check."""
 
 
 @pytest.mark.parametrize(
@@ -93,6 +104,12 @@ def test_verify_finds_the_broken_adapter(name: str, tmp_path: Path) -> None:
         f"verify named {sorted(failed)} for {name}, expected one of {sorted(CATALOGUE[name])}:\n"
         f"{proc.stdout}"
     )
+    if name in RULE_FIRST:
+        first = next(c for c in data["checks"] if c["verdict"] == "fail")
+        assert first["rules"][:1] and first["rules"][0] in CATALOGUE[name], (
+            f"verify named {first['rules']} first for {name} ({first['stage']}/"
+            f"{first['name']}), expected one of {sorted(CATALOGUE[name])}:\n{proc.stdout}"
+        )
     assert "reproduce with:" in proc.stdout, proc.stdout
     assert took < BUDGET + 30, f"the verdict took {took:.0f} s, over the budget"
 

@@ -86,6 +86,40 @@ class Harness(Settling):
             mutate(obj)
 
     @step
+    def save_many(self, saves: list[tuple[str, Any, bool]]) -> None:
+        """``save_async`` for each ``(request_id, obj, is_final)`` in turn, one settle for
+        them all, then mutate each *obj* at every depth (R4): many streams at the cost
+        of one step."""
+        what = f"save_async x{len(saves)}: " + ", ".join(
+            f"({rid!r}, {obj!r}, {final})" for rid, obj, final in saves
+        )
+        for rid, obj, final in saves:
+            snap = copy.deepcopy(obj)
+            expect_stop = self._model(lambda: self.model.save(rid, snap, final))  # noqa: B023
+            self._call(what, expect_stop, lambda: self.adapter.save_async(rid, obj, final))  # noqa: B023
+        self.settle(what)
+        for _, obj, _ in saves:
+            mutate(obj)
+
+    @step
+    def load_many(self, request_ids: list[str]) -> None:
+        """``load_async`` for each of *request_ids*, one settle for them all."""
+        what = f"load_async x{len(request_ids)}: {request_ids!r}"
+        for rid in request_ids:
+            expect_stop = self._model(lambda: self.model.load(rid))  # noqa: B023
+            self._call(what, expect_stop, lambda: self.adapter.load_async(rid))  # noqa: B023
+        self.settle(what)
+
+    @step
+    def cleanup_many(self, request_ids: list[str]) -> None:
+        """``cleanup_receiver`` for each of *request_ids*, one settle for them all."""
+        what = f"cleanup_receiver x{len(request_ids)}: {request_ids!r}"
+        for rid in request_ids:
+            self.model.cleanup(rid)
+            self._call(what, False, lambda: self.adapter.cleanup_receiver(rid))  # noqa: B023
+        self.settle(what)
+
+    @step
     def cancel(self, request_id: str) -> None:
         what = f"cancel_sender({request_id!r})"
         expect_stop = self._model(lambda: self.model.cancel(request_id))

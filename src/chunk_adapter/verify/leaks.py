@@ -35,7 +35,7 @@ from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
 from .bounded import Hang, bounded, stopping, wait_until
 
-__all__ = ["BATCH", "N", "PER_REQUEST", "WARMUP", "Undecided", "probe_bounded_state"]
+__all__ = ["BATCH", "PER_REQUEST", "WARMUP", "N", "Undecided", "probe_bounded_state"]
 
 BATCH = 50
 """Request ids in flight at once (each batch ends with nothing open)."""
