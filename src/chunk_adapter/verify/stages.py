@@ -51,9 +51,27 @@ STAGES: tuple[Stage, ...] = (
         "worked examples and per-rule probes",
         "chunk_adapter.verify.stage_fns:examples_plan",
     ),
-    Stage("stress", "chunk_adapter.stress.stage:run_stage", 0.30, "stress and fault injection"),
-    Stage("stateful", "chunk_adapter.stateful.stage:run_stage", 0.45, "Hypothesis state machines"),
-    Stage("explore", "chunk_adapter.explore.stage:run_stage", 1.0, "interleaving explorer"),
+    Stage(
+        "stress",
+        "chunk_adapter.stress.stage:run_stage",
+        0.30,
+        "stress and fault injection",
+        "chunk_adapter.stress.stage:plan",
+    ),
+    Stage(
+        "stateful",
+        "chunk_adapter.stateful.stage:run_stage",
+        0.45,
+        "Hypothesis state machines",
+        "chunk_adapter.stateful.stage:plan",
+    ),
+    Stage(
+        "explore",
+        "chunk_adapter.explore.stage:run_stage",
+        1.0,
+        "interleaving explorer",
+        "chunk_adapter.explore.stage:plan",
+    ),
 )
 """Cheapest first: on the reference adapter examples take ~2 s, stress ~5 s,
 the machines ~10-20 s and the explorer the rest of the budget."""
