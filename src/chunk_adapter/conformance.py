@@ -34,11 +34,15 @@ from .verify.result import CheckResult
 from .verify.runner import PROFILES, verify
 from .verify.stages import STAGES, Stage
 
-__all__ = ["CheckViolation", "check_id", "pytest_generate_tests", "test_check"]
+__all__ = ["STAGE_FLOOR", "CheckViolation", "check_id", "pytest_generate_tests", "test_check"]
 
 _REPORTS = pytest.StashKey[dict[str, VerifyReport]]()
 """The report of each stage run in this session (a stage runs once, for all its tests)."""
 _STRENGTH = {"fail": 3, "inconclusive": 2, "skip": 1, "pass": 0}
+STAGE_FLOOR = 60.0
+"""The least a stage gets by default (``--chunk-max-seconds`` overrides): its share of the
+profile's budget counts the pre-flight too, and a lost final alone costs 10 s per run
+(twice, to confirm it). A budget is a cap: a fast adapter's stage ends when it is done."""
 
 
 class CheckViolation(AssertionError):
@@ -97,7 +101,8 @@ def _stage_report(
         reports[stage] = verify(
             spec,
             profile=profile,
-            max_seconds=max_seconds or PROFILES[profile] * min(chosen.share, 0.45),
+            max_seconds=max_seconds
+            or max(STAGE_FLOOR, PROFILES[profile] * min(chosen.share, 0.45)),
             seed=seed,
             stages=[stage],
             checks=() if everything else sorted(selected),
