@@ -42,6 +42,7 @@ def junit_cases(path: Path) -> list[ET.Element]:
     return list(ET.parse(path).getroot().iter("testcase"))
 
 
+@pytest.mark.rule("R16")
 def test_the_conformance_suite_fails_a_broken_adapter_naming_the_rule(tmp_path: Path) -> None:
     proc = run_pytest(
         "--pyargs", "chunk_adapter.conformance", "-k", "examples",
