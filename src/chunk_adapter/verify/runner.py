@@ -264,6 +264,7 @@ def verify(
             _not_reached(report, stage, profile, "no budget was left for the stage", checks)
             continue
         share = left * stage.share if index < len(chosen) else left
+        share = min(left, max(share, stage.floor))
         if progress is not None:
             progress.stage_started(
                 f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
