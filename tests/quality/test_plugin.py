@@ -43,6 +43,7 @@ def junit_cases(path: Path) -> list[ET.Element]:
 
 
 @pytest.mark.rule("R16")
+@pytest.mark.timeout(300)  # two pytest runs in subprocesses, each with its own workers
 def test_the_conformance_suite_fails_a_broken_adapter_naming_the_rule(tmp_path: Path) -> None:
     proc = run_pytest(
         "--pyargs", "chunk_adapter.conformance", "-k", "examples",
@@ -77,6 +78,7 @@ def test_the_conformance_suite_fails_a_broken_adapter_naming_the_rule(tmp_path: 
     ], again.stdout
 
 
+@pytest.mark.timeout(300)  # two pytest runs in subprocesses
 def test_each_check_is_one_item_whose_node_id_runs_it_alone(tmp_path: Path) -> None:
     """Collected from a user's directory (the suite outside the rootdir), every node id
     names the suite's module; pasted back after --pyargs it runs exactly that check."""
