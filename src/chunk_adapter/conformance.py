@@ -28,7 +28,7 @@ import re
 
 import pytest
 
-from .pytest_plugin import chunk_profile_of, mark_inconclusive
+from .pytest_plugin import SUITE, chunk_profile_of, mark_inconclusive
 from .verify.report import VerifyReport
 from .verify.result import CheckResult
 from .verify.runner import PROFILES, verify
@@ -94,7 +94,7 @@ def _stage_report(
             str(item.callspec.params["check"])
             for item in request.session.items
             if isinstance(item, pytest.Function)
-            and item.originalname == "test_check"
+            and item.nodeid.startswith(f"{SUITE}::test_check[")
             and item.callspec.params.get("stage") == stage
         }
         everything = set(chosen.plan(profile)) <= selected or "" in selected
