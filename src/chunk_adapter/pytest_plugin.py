@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point ``pytest11``): ``--adapter`` and the conformance suite.
+"""The pytest plugin (entry point ``pytest11``): ``--chunk-adapter`` and the conformance suite.
 
 ``pytest --chunk-adapter pkg.mod:factory`` makes the ``adapter_factory``
 fixture build that adapter, and the report header shows the flags in effect,
