@@ -1,4 +1,4 @@
-"""The ``chunk-adapter`` command line: ``demo``, ``verify``, ``replay``."""
+"""The ``chunk-adapter`` command line: ``demo``, ``verify``, ``replay``, ``bench``."""
 
 from __future__ import annotations
 
@@ -96,14 +96,21 @@ def _parser() -> argparse.ArgumentParser:
         help="as verify's --substitute: more modules whose threads the explorer controls",
     )
     bench = commands.add_parser(
-        "bench", help="benchmark the adapter per connector, polling vs event-driven"
+        "bench", help="benchmark an adapter per connector, polling vs event-driven"
     )
-    bench.add_argument("--out", default="benchmarks/results", help="folder for bench.json/png")
+    bench.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
+    bench.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="folder for bench.json (and bench.png); default: a new temporary folder, printed",
+    )
     bench.add_argument(
         "--connector",
         action="append",
         choices=["memory", "shm", "redis"],
-        help="connector to bench: memory, shm or redis (repeatable; default: all)",
+        help="connector to bench: memory, shm or redis (repeatable; default: memory and shm, "
+        "and redis when a redis-server is found)",
     )
     bench.add_argument("--quick", action="store_true", help="smaller sizes (about 20 s)")
     bench.add_argument(
@@ -154,6 +161,39 @@ def _verify(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from .bench import CONNECTORS, run_bench, unavailable
+    from .connectors.redis_server import RedisServerError
+
+    for name in args.connector or ():
+        why = unavailable(name)
+        if why is not None:
+            print(f"chunk-adapter bench: cannot bench --connector {name}: {why}", file=sys.stderr)
+            return 2
+    names = args.connector or [name for name in CONNECTORS if unavailable(name) is None]
+    for name in sorted(set(CONNECTORS) - set(names)) if not args.connector else ():
+        print(f"chunk-adapter bench: not benching {name}: {unavailable(name)}", file=sys.stderr)
+    if args.churn:
+        from .bench.churn import run_churn
+
+        results = [run_churn(name, args.seconds, min(10.0, args.seconds / 3)) for name in names]
+        return 0 if all(r["flat"] is not False for r in results) else 1
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="chunk-adapter-bench-"))
+    sys.path.insert(0, os.getcwd())  # as verify: the current project's adapter is importable
+    try:
+        run_bench(out, names, args.quick, sys.stdout, args.adapter)
+    except InvalidValue as exc:
+        print(f"chunk-adapter bench: {exc}", file=sys.stderr)
+        return 2
+    except RedisServerError as exc:
+        print(f"chunk-adapter bench: redis-server did not start: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -175,23 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"chunk-adapter replay: {exc}", file=sys.stderr)
             return 2
     if args.command == "bench":
-        from pathlib import Path
-
-        from .bench import CONNECTORS, run_bench
-
-        names = args.connector or list(CONNECTORS)
-        if args.churn:
-            from .bench.churn import run_churn
-
-            results = [run_churn(name, args.seconds, min(10.0, args.seconds / 3)) for name in names]
-            return 0 if all(r["flat"] is not False for r in results) else 1
-        unknown = sorted(set(names) - set(CONNECTORS))
-        if unknown:
-            print(f"chunk-adapter bench: unknown connector(s) {unknown}; "
-                  f"choose from {sorted(CONNECTORS)}", file=sys.stderr)  # fmt: skip
-            return 2
-        run_bench(Path(args.out), names, args.quick, sys.stdout)
-        return 0
+        return _bench(args)
     parser.print_help()
     return 2
 

@@ -106,6 +106,12 @@ class StageContext:
     deadline: float = field(default_factory=lambda: time.monotonic() + 3600.0)
     substitute: tuple[str, ...] = ()
     """Extra modules or packages (dotted names) the explorer substitutes (``--substitute``)."""
+    only: tuple[str, ...] = ()
+    """The names of the checks to run (the pytest plugin runs one check alone); () = all."""
+
+    def wants(self, check: str) -> bool:
+        """Whether the stage runs the check named *check* (every check unless :attr:`only`)."""
+        return not self.only or check in self.only
 
     def left(self) -> float:
         """Seconds until the deadline (negative once past it)."""

@@ -1,10 +1,13 @@
-"""The pytest plugin (entry point ``pytest11``): ``--adapter`` and the conformance suite.
+"""The pytest plugin (entry point ``pytest11``): ``--chunk-adapter`` and the conformance suite.
 
 ``pytest --chunk-adapter pkg.mod:factory`` makes the ``adapter_factory``
 fixture build that adapter, and the report header shows the flags in effect,
 ready to paste back. ``pytest --chunk-adapter pkg.mod:factory --pyargs
-chunk_adapter.conformance`` runs the conformance suite (every verify stage)
-against it. Every option starts with ``--chunk-``; ``--adapter`` is still
+chunk_adapter.conformance`` runs the conformance suite (one test per verify
+check) against it; its node ids read ``chunk_adapter.conformance::test_check[ID]``
+whatever the directory pytest runs in, so one pasted back after ``--pyargs``
+runs that check alone, and a failed check's short summary line is its root
+rule and cause (``R16: ...``). Every option starts with ``--chunk-``; ``--adapter`` is still
 accepted, with a deprecation warning. Hypothesis's ``--hypothesis-seed`` becomes
 the suite's seed when ``--chunk-seed`` is not given (the machines run in
 worker processes, where Hypothesis's own option cannot reach).
@@ -14,12 +17,22 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from .factory import REFERENCE, AdapterFactory, load_factory
 
-__all__ = ["ADAPTER_HELP", "EXIT_INCONCLUSIVE", "PROFILE_HELP", "SEED_HELP", "mark_inconclusive"]
+__all__ = [
+    "ADAPTER_HELP",
+    "EXIT_INCONCLUSIVE",
+    "PROFILE_HELP",
+    "SEED_HELP",
+    "SUITE",
+    "chunk_profile_of",
+    "mark_inconclusive",
+]
 
 ADAPTER_HELP = (
     "adapter factory to verify, as package.module:factory "
@@ -31,6 +44,9 @@ MAX_SECONDS_HELP = "budget of each conformance stage in seconds (default: from t
 EXIT_INCONCLUSIVE = 3
 """The exit status of a run whose only problem is a conformance check that could not decide."""
 _INCONCLUSIVE = pytest.StashKey[bool]()
+SUITE = "chunk_adapter.conformance"
+"""The conformance suite's module, and the file part of its tests' node ids."""
+_SUITE_FILE = Path(__file__).resolve().with_name("conformance.py")
 
 
 def mark_inconclusive(config: pytest.Config) -> None:
@@ -76,7 +92,39 @@ def _spec(config: pytest.Config) -> str:
     return str(spec)
 
 
-def _profile(config: pytest.Config) -> str:
+def pytest_pycollect_makemodule(
+    module_path: Path, parent: pytest.Collector
+) -> pytest.Module | None:
+    """The suite's node ids start ``chunk_adapter.conformance::``, wherever it is installed.
+
+    pytest names a file by its path under the rootdir, and an installed package is
+    outside it (the ids read ``::test_check[...]``, which cannot be pasted back).
+    """
+    if module_path.resolve() != _SUITE_FILE:
+        return None
+    return pytest.Module.from_parent(parent, path=module_path, nodeid=SUITE)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed check's one-line message (short summary, JUnit) is ``R16: the cause``; a
+    skipped one is reported at its node id (not at a line of pytest's or the suite's code)."""
+    report = yield
+    if item.nodeid.startswith(f"{SUITE}::"):
+        headline = getattr(call.excinfo.value, "headline", None) if call.excinfo else None
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if report.failed and isinstance(headline, str) and crash is not None:
+            crash.message = headline
+        if report.skipped and isinstance(report.longrepr, tuple):
+            # No line number: the terminal then prints "nodeid: reason", one line per check.
+            report.longrepr = (item.nodeid, None, report.longrepr[2])  # type: ignore[assignment]
+    return report
+
+
+def chunk_profile_of(config: pytest.Config) -> str:
+    """The profile in effect: ``--chunk-profile``, the ini, ``CHUNK_ADAPTER_PROFILE``, ``ci``."""
     return str(
         config.getoption("--chunk-profile")
         or config.getini("chunk_profile")
@@ -92,8 +140,8 @@ def _seed(config: pytest.Config) -> int:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return (
-        f"chunk-adapter: --chunk-adapter {_spec(config)} --chunk-profile {_profile(config)} "
-        f"--chunk-seed {_seed(config)}"
+        f"chunk-adapter: --chunk-adapter {_spec(config)} --chunk-profile "
+        f"{chunk_profile_of(config)} --chunk-seed {_seed(config)}"
     )
 
 
@@ -118,7 +166,7 @@ def adapter_factory(adapter_spec: str, pytestconfig: pytest.Config) -> AdapterFa
 
 @pytest.fixture(scope="session")
 def chunk_profile(pytestconfig: pytest.Config) -> str:
-    return _profile(pytestconfig)
+    return chunk_profile_of(pytestconfig)
 
 
 @pytest.fixture(scope="session")

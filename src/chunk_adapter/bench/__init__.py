@@ -1,5 +1,5 @@
 """Benchmarks (``chunk-adapter bench``); not part of the test run."""
 
-from .run import CONNECTORS, run_bench
+from .run import CONNECTORS, run_bench, unavailable
 
-__all__ = ["CONNECTORS", "run_bench"]
+__all__ = ["CONNECTORS", "run_bench", "unavailable"]

@@ -2,7 +2,9 @@
 
 All timings are wall-clock ``perf_counter`` seconds; a result is always
 reported next to its baseline, as a ratio, because absolute numbers on a
-shared 2-core machine mean little.
+shared 2-core machine mean little. Each measurement builds its adapters with a
+factory (``factory(connector, *, stage_id)``, the reference adapter by
+default), so ``chunk-adapter bench --adapter`` measures a user's adapter too.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import copy
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..adapter import ChunkAdapter
 from ..connectors.base import Connector, ConnectorWrapper
+from ..factory import AdapterFactory, AdapterLike, reference_factory
 
 __all__ = [
     "CountingConnector",
@@ -27,6 +31,28 @@ __all__ = [
 ]
 
 ConnectorMaker = Callable[[], Connector]
+REFERENCES: tuple[Any, ...] = (ChunkAdapter, reference_factory)
+"""Factories that take ``event_driven=`` (the reference adapter's own switch)."""
+
+
+@contextmanager
+def built(
+    factory: AdapterFactory, conn: Connector, stage_id: int, event_driven: bool | None = None
+) -> Iterator[AdapterLike]:
+    """An adapter from *factory*, stopped on the way out.
+
+    *event_driven* reaches the reference adapter only; any other adapter is
+    told nothing, and decides from its connector (``notify=True`` offers
+    ``subscribe``) as it would in production.
+    """
+    options = {"event_driven": event_driven} if event_driven is not None else {}
+    adapter = factory(conn, stage_id=stage_id, **(options if factory in REFERENCES else {}))
+    try:
+        yield adapter
+    finally:
+        adapter.stop()
+
+
 PAYLOAD: dict[str, Any] = {"tokens": list(range(64)), "text": "x" * 256, "meta": {"step": 1}}
 
 
@@ -96,14 +122,13 @@ def handoff_latency(n: int) -> dict[str, float]:
     return _percentiles(samples)
 
 
-def save_to_ready_latency(make: ConnectorMaker, n: int, event_driven: bool) -> dict[str, float]:
+def save_to_ready_latency(
+    make: ConnectorMaker, n: int, event_driven: bool, factory: AdapterFactory = ChunkAdapter
+) -> dict[str, float]:
     """From ``save_async`` to the chunk showing up in ``poll_ready`` (one stream)."""
     conn = make()
     samples = []
-    with (
-        ChunkAdapter(conn, stage_id=0) as snd,
-        ChunkAdapter(conn, stage_id=1, event_driven=event_driven) as rcv,
-    ):
+    with built(factory, conn, 0) as snd, built(factory, conn, 1, event_driven) as rcv:
         rcv.load_async("lat")
         for i in range(n):
             start = time.perf_counter()
@@ -112,13 +137,15 @@ def save_to_ready_latency(make: ConnectorMaker, n: int, event_driven: bool) -> d
     return _percentiles(samples)
 
 
-def save_cost(make: ConnectorMaker, n: int) -> dict[str, float]:
+def save_cost(
+    make: ConnectorMaker, n: int, factory: AdapterFactory = ChunkAdapter
+) -> dict[str, float]:
     """Per-call cost of ``save_async`` against ``copy.deepcopy`` of the same object."""
     start = time.perf_counter()
     for _ in range(n):
         copy.deepcopy(PAYLOAD)
     snapshot = (time.perf_counter() - start) / n
-    with ChunkAdapter(make(), stage_id=0) as snd:
+    with built(factory, make(), 0) as snd:
         start = time.perf_counter()
         for i in range(n):
             snd.save_async(f"s{i % 16}", PAYLOAD, False)
@@ -126,14 +153,17 @@ def save_cost(make: ConnectorMaker, n: int) -> dict[str, float]:
     return {"save_async_s": call, "deepcopy_s": snapshot, "ratio": call / snapshot}
 
 
-def throughput(make: ConnectorMaker, streams: int, chunks: int, event_driven: bool) -> float:
+def throughput(
+    make: ConnectorMaker,
+    streams: int,
+    chunks: int,
+    event_driven: bool,
+    factory: AdapterFactory = ChunkAdapter,
+) -> float:
     """Chunks per second, saved on *streams* streams and received until every final is in."""
     conn = make()
     per_stream = max(1, chunks // streams)
-    with (
-        ChunkAdapter(conn, stage_id=0) as snd,
-        ChunkAdapter(conn, stage_id=1, event_driven=event_driven) as rcv,
-    ):
+    with built(factory, conn, 0) as snd, built(factory, conn, 1, event_driven) as rcv:
         names = [f"t{s}" for s in range(streams)]
         for name in names:
             rcv.load_async(name)
@@ -154,11 +184,15 @@ def throughput(make: ConnectorMaker, streams: int, chunks: int, event_driven: bo
 
 
 def idle_cost(
-    make: ConnectorMaker, requests: int, seconds: float, event_driven: bool
+    make: ConnectorMaker,
+    requests: int,
+    seconds: float,
+    event_driven: bool,
+    factory: AdapterFactory = ChunkAdapter,
 ) -> dict[str, float]:
     """CPU seconds per second and gets per second with *requests* registered, no data."""
     counting = CountingConnector(make())
-    with ChunkAdapter(counting, stage_id=1, event_driven=event_driven) as rcv:
+    with built(factory, counting, 1, event_driven) as rcv:
         for r in range(requests):
             rcv.load_async(f"idle{r}")
         time.sleep(0.2)  # let the RECV thread settle into its idle pattern

@@ -1,12 +1,15 @@
 """``chunk-adapter bench``: every row for every connector, polling vs event-driven.
 
+Measures the adapter a factory builds (the reference adapter by default).
 Writes ``bench.json`` (all numbers, with the baselines measured in the same
-run and the ratios) and, where matplotlib is installed, ``bench.png``.
+run and the ratios) and, where matplotlib is installed, ``bench.png``, into
+the folder it is given (the command line's default is a fresh temporary one).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import uuid
@@ -18,11 +21,12 @@ from typing import Any, TextIO
 from ..connectors.base import Connector
 from ..connectors.memory import MemoryConnector
 from ..connectors.redis import RedisConnector
-from ..connectors.redis_server import RedisServer, redis_unavailable
+from ..connectors.redis_server import RedisServer, redis_server_path, redis_unavailable
 from ..connectors.shm import SharedMemoryConnector
+from ..factory import REFERENCE, AdapterFactory, load_factory
 from . import measure
 
-__all__ = ["CONNECTORS", "run_bench"]
+__all__ = ["CONNECTORS", "run_bench", "unavailable"]
 
 # name -> a context giving connector makers: (polling mode, event-driven mode)
 Makers = tuple[Callable[[], Connector], Callable[[], Connector] | None]
@@ -71,37 +75,66 @@ CONNECTORS: dict[str, Callable[[], AbstractContextManager[Makers]]] = {
 }
 
 
+def unavailable(name: str) -> str | None:
+    """Why connector *name* cannot be benched on this machine (with the fix), or ``None``."""
+    if name != "redis":
+        return None
+    why = redis_unavailable()
+    path = redis_server_path()
+    if why is None and path is not None and not os.access(path, os.X_OK):
+        why = (
+            f"REDIS_SERVER={path} is not an executable file: point REDIS_SERVER at a "
+            "redis-server binary, or unset it to use the one on PATH"
+        )
+    return why
+
+
 def _sizes(quick: bool) -> dict[str, int]:
     if quick:
         return {"latency": 200, "save": 2000, "chunks": 2000, "idle_requests": 100}
     return {"latency": 2000, "save": 20000, "chunks": 20000, "idle_requests": 100}
 
 
-def _rows(makers: Makers, quick: bool, say: Callable[[str], None]) -> Iterator[tuple[str, Any]]:
+def _rows(
+    makers: Makers, quick: bool, say: Callable[[str], None], factory: AdapterFactory
+) -> Iterator[tuple[str, Any]]:
     sizes = _sizes(quick)
     idle_seconds = 1.0 if quick else 3.0
-    yield "save_cost", measure.save_cost(makers[0], sizes["save"])
+    yield "save_cost", measure.save_cost(makers[0], sizes["save"], factory)
     modes = [("polling", makers[0], False)]
     if makers[1] is not None:
         modes.append(("event", makers[1], True))
     for mode, make, event in modes:
         say(f"  {mode}: latency")
-        yield f"{mode}.latency", measure.save_to_ready_latency(make, sizes["latency"], event)
+        latency = measure.save_to_ready_latency(make, sizes["latency"], event, factory)
+        yield f"{mode}.latency", latency
         for streams in (1, 10, 100):
             say(f"  {mode}: throughput with {streams} stream(s)")
-            rate = measure.throughput(make, streams, sizes["chunks"], event)
+            rate = measure.throughput(make, streams, sizes["chunks"], event, factory)
             yield f"{mode}.chunks_per_s.{streams}", rate
         say(f"  {mode}: idle cost with {sizes['idle_requests']} registered requests")
-        yield f"{mode}.idle", measure.idle_cost(make, sizes["idle_requests"], idle_seconds, event)
+        idle = measure.idle_cost(make, sizes["idle_requests"], idle_seconds, event, factory)
+        yield f"{mode}.idle", idle
 
 
-def run_bench(out_dir: Path, connectors: list[str], quick: bool, log: TextIO) -> dict[str, Any]:
+def run_bench(
+    out_dir: Path, connectors: list[str], quick: bool, log: TextIO, adapter: str = REFERENCE
+) -> dict[str, Any]:
+    """Bench the adapter named *adapter* (``pkg.mod:factory``) on each of *connectors*.
+
+    Raises ``UsageError`` when *adapter* cannot be loaded. The results go to
+    ``out_dir/bench.json`` (and ``bench.png``).
+    """
+    factory = load_factory(adapter)
+
     def say(line: str) -> None:
         print(line, file=log, flush=True)
 
+    say(f"bench: {adapter}; results go to {out_dir}")
     say("baseline: bare threading.Condition hand-off")
     baseline = measure.handoff_latency(_sizes(quick)["latency"])
     results: dict[str, Any] = {
+        "adapter": adapter,
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "quick": quick,
@@ -111,7 +144,7 @@ def run_bench(out_dir: Path, connectors: list[str], quick: bool, log: TextIO) ->
     for name in connectors:
         say(f"{name}:")
         with CONNECTORS[name]() as makers:
-            rows = dict(_rows(makers, quick, say))
+            rows = dict(_rows(makers, quick, say, factory))
         for mode in ("polling", "event"):
             if f"{mode}.latency" in rows:
                 rows[f"{mode}.latency_ratio_p50"] = rows[f"{mode}.latency"]["p50"] / baseline["p50"]
@@ -120,12 +153,14 @@ def run_bench(out_dir: Path, connectors: list[str], quick: bool, log: TextIO) ->
     (out_dir / "bench.json").write_text(json.dumps(results, indent=2) + "\n")
     _summary(results, log)
     _plot(results, out_dir / "bench.png", say)
+    say(f"results: {out_dir / 'bench.json'}")
     return results
 
 
 def _summary(results: dict[str, Any], log: TextIO) -> None:
     base = results["baseline_handoff"]
-    print(f"\nbaseline Condition hand-off: p50 {base['p50'] * 1e6:.0f} us, "
+    print(f"\nadapter: {results['adapter']}", file=log)
+    print(f"baseline Condition hand-off: p50 {base['p50'] * 1e6:.0f} us, "
           f"p99 {base['p99'] * 1e6:.0f} us", file=log)  # fmt: skip
     for name, rows in results["connectors"].items():
         save = rows["save_cost"]

@@ -33,7 +33,7 @@ from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
-__all__ = ["EXPLORE_RUNS", "run_stage"]
+__all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
 
 
 # Executions per scenario and strategy, by profile: fixed counts, not time, so
@@ -44,6 +44,16 @@ KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22
 # Failures that say the run was not under the explorer's control: never a violation.
 NOT_CONTROLLED = ("uncontrolled", "diverged")
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
+STRATEGIES = ("pct", "random")
+
+
+def _label(name: str, kind: str) -> str:
+    return f"{name} / {kind}"  # stable across profiles and seeds (CI test history)
+
+
+def plan(profile: str) -> list[str]:
+    """The names of the checks this stage runs (the same under every profile), in order."""
+    return [_label(name, kind) for name in VERIFY for kind in STRATEGIES]
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -57,7 +67,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         )
         return
     runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
-    plan = [(name, kind) for name in VERIFY for kind in ("pct", "random")]
+    plan = [(n, k) for n in VERIFY for k in STRATEGIES if ctx.wants(_label(n, k))]
     took: list[float] = []  # seconds each finished scenario run took
     for index, (name, kind) in enumerate(plan):
         left = ctx.left() * (1 - RESERVE) - 1.0
@@ -65,7 +75,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             yield _not_started(plan[index:], runs)
             return
         strategy = _strategy(kind, ctx.seed, runs)
-        label = f"{name} / {kind}"  # stable across profiles and seeds (CI test history)
+        label = _label(name, kind)
         ctx.announce(label)
         wall = max(2.0, min(20.0, left / 4))
         report = explore(

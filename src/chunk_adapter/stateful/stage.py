@@ -58,6 +58,8 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
 
     profile = current_profile(ctx.profile)
     name = _name(profile)
+    if not ctx.wants(name):
+        return
     ctx.announce(name)
     start = time.monotonic()
     end = ctx.deadline - END_MARGIN

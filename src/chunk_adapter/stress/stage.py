@@ -50,7 +50,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     within ``ctx.deadline`` (module doc)."""
     from .suite import scenarios
 
-    runs = scenarios(ctx.seed, quick=ctx.profile == "quick")
+    runs = [run for run in scenarios(ctx.seed, quick=ctx.profile == "quick") if ctx.wants(run[0])]
     end = ctx.deadline - END_MARGIN
     ran: list[str] = []
     not_run: list[str] = []

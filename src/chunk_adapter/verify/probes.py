@@ -219,7 +219,10 @@ def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
 
 
 def run_probes(
-    factory: AdapterFactory, replay: str, announce: Callable[[str], None] = lambda name: None
+    factory: AdapterFactory,
+    replay: str,
+    announce: Callable[[str], None] = lambda name: None,
+    wants: Callable[[str], bool] = lambda name: True,
 ) -> Iterator[CheckResult]:
     """The examples stage: Examples 2 and 3, then the probes; every failure named by rule.
 
@@ -233,6 +236,8 @@ def run_probes(
     ]
     checks += [(name, _probe_check(probe, rules)) for name, rules, probe in PROBES]
     for name, check in checks:
+        if not wants(name):  # the caller runs some checks alone
+            continue
         announce(name)
         start = time.monotonic()
         verdict, evidence, rules, detail = check(factory)

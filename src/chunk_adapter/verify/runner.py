@@ -80,6 +80,7 @@ def _worker(
     seconds: float,
     substitute: Sequence[str],
     on_event: OnEvent = lambda event: None,
+    checks: Sequence[str] = (),
 ) -> tuple[list[dict[str, Any]], bool, str]:
     """Run one worker; its events, whether it had to be killed, and its stderr.
 
@@ -95,6 +96,8 @@ def _worker(
     ]  # fmt: skip
     for module in substitute:
         command += ["--substitute", module]
+    for check in checks:
+        command += ["--check", check]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if profile != "hunt":  # only hunt keeps examples; the others leave the user's tree alone
@@ -153,11 +156,14 @@ def _run_stage(
     seconds: float,
     substitute: Sequence[str],
     progress: Progress | None,
+    checks: Sequence[str] = (),
 ) -> list[CheckResult]:
     on_event: OnEvent = (
         (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
     )
-    events, killed, stderr = _worker(stage.name, spec, profile, seed, seconds, substitute, on_event)
+    events, killed, stderr = _worker(
+        stage.name, spec, profile, seed, seconds, substitute, on_event, checks
+    )
     prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
                for e in events if e.get("event") == "result"]  # fmt: skip
@@ -180,12 +186,25 @@ def _run_stage(
     return results
 
 
-def _not_reached(report: VerifyReport, stage: Stage, profile: str, why: str) -> None:
-    """A ``skip`` result for each check *stage* plans that has no result yet."""
+def _not_reached(
+    report: VerifyReport, stage: Stage, profile: str, why: str, checks: Sequence[str] = ()
+) -> None:
+    """A ``skip`` result for each check *stage* plans (of *checks*, if any) with no result yet."""
     seen = {r.name for r in report.results if r.stage == stage.name}
     for name in stage.plan(profile):
-        if name not in seen:
+        if name not in seen and (not checks or name in checks):
             report.results.append(CheckResult(stage.name, name, (), "skip", f"not reached: {why}"))
+
+
+def _check_names(checks: Sequence[str], chosen: Sequence[Stage], profile: str) -> None:
+    """Raise :class:`UsageError` for a check name that no chosen stage plans."""
+    planned = [name for stage in chosen for name in stage.plan(profile)]
+    unknown = [name for name in checks if name not in planned]
+    if unknown:
+        raise UsageError(
+            f"unknown check(s) {unknown} under profile {profile!r}; the chosen stages "
+            f"plan: {', '.join(repr(n) for n in planned)}"
+        )
 
 
 def verify(
@@ -198,6 +217,7 @@ def verify(
     keep_going: bool = False,
     progress: Progress | None = None,
     substitute: Sequence[str] = (),
+    checks: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
 
@@ -205,7 +225,9 @@ def verify(
     imported or its factory cannot build adapters. Stages run cheapest first;
     unless *keep_going*, the first stage with a confirmed violation ends the
     run (a broken adapter fails fast). *substitute* names extra modules or
-    packages whose threads the explorer must control.
+    packages whose threads the explorer must control. *checks* (names from
+    ``Stage.plan``) runs only those checks of the chosen stages (the pytest
+    plugin runs one check alone); every check when empty.
     """
     if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
         sys.path.insert(0, os.getcwd())
@@ -218,6 +240,7 @@ def verify(
         raise UsageError(
             f"unknown stage(s) {unknown}; choose from {', '.join(s.name for s in STAGES)}"
         )
+    _check_names(checks, [s for s in STAGES if stages is None or s.name in stages], profile)
     load_factory(spec)  # usage errors surface here, before any worker starts
     start = time.monotonic()
     if progress is not None:
@@ -226,6 +249,8 @@ def verify(
     budget = PROFILES[profile] if max_seconds is None else max_seconds
     report = VerifyReport(spec, profile, seed, budget)
     chosen = [s for s in STAGES if stages is None or s.name in stages]
+    if checks:  # only the stages that plan one of them
+        chosen = [s for s in chosen if set(s.plan(profile)) & set(checks)]
     for index, stage in enumerate(chosen, 1):
         left = budget - (time.monotonic() - start)
         if left <= 1.0:
@@ -236,9 +261,10 @@ def verify(
                     "(--max-seconds)", coverage="not started",
                 )
             )  # fmt: skip
-            _not_reached(report, stage, profile, "no budget was left for the stage")
+            _not_reached(report, stage, profile, "no budget was left for the stage", checks)
             continue
         share = left * stage.share if index < len(chosen) else left
+        share = min(left, max(share, stage.floor))
         if progress is not None:
             progress.stage_started(
                 f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
@@ -246,20 +272,21 @@ def verify(
                 stage.name,
                 share,
             )
-        results = _run_stage(stage, spec, profile, seed, share, substitute, progress)
+        results = _run_stage(stage, spec, profile, seed, share, substitute, progress, checks)
         report.results.extend(results)
         report.stages_run.append(stage.name)
         stopped = any(r.verdict == "fail" for r in results)
         _not_reached(
             report, stage, profile,
             "the stage ended at its first confirmed violation" if stopped
-            else "the stage stopped before it (see the stage's inconclusive result)",
+            else "the stage stopped before it (see the stage's inconclusive result)", checks,
         )  # fmt: skip
         if stopped and not keep_going:
             for later in chosen[index:]:
                 _not_reached(
                     report, later, profile,
                     "an earlier stage found a confirmed violation (--keep-going runs every stage)",
+                    checks,
                 )  # fmt: skip
             break
     report.seconds = time.monotonic() - start

@@ -13,7 +13,9 @@ __all__ = ["examples", "examples_plan"]
 
 
 def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
-    yield from run_probes(factory, f"{ctx.replay_prefix} --stage examples", ctx.announce)
+    yield from run_probes(
+        factory, f"{ctx.replay_prefix} --stage examples", ctx.announce, wants=ctx.wants
+    )
 
 
 def examples_plan(profile: str) -> list[str]:

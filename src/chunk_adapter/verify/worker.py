@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-prefix", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--substitute", action="append", default=[])
+    parser.add_argument("--check", action="append", default=[])  # run only these checks
     # Run another stage function under this stage's name (the worker's own tests).
     parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         announce=announce,
         deadline=time.monotonic() + args.seconds,
         substitute=tuple(args.substitute),
+        only=tuple(args.check),
     )
     watch = CallWatch()
     threading.Thread(
