@@ -13,7 +13,7 @@ import copy
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ._adapter_recv import ReceiverSide
 from ._adapter_send import SenderSide
@@ -62,12 +62,29 @@ def _default_build(request_id: str, snapshot: Any, is_final: bool) -> Any:
     return snapshot
 
 
+def _retry_window(connector: Connector, option: object) -> float | None:
+    """The ``put_retry_window`` in effect: the option, or with ``"auto"`` the connector's
+    ``put_retry_window`` hint (absent: none)."""
+    if option != "auto":
+        return optional_positive("put_retry_window", option)
+    hint = getattr(connector, "put_retry_window", None)
+    try:
+        return optional_positive("put_retry_window", hint)
+    except (InvalidType, InvalidValue) as exc:
+        raise InvalidValue(
+            f"{short_repr(connector)} has a bad put_retry_window hint ({exc}); pass "
+            "put_retry_window=<seconds> or None to the adapter"
+        ) from exc
+
+
 class ChunkAdapter(SenderSide, ReceiverSide):
     """Moves per-request chunks between pipeline stages through a connector.
 
     Options beyond the contract's (docs/contract.md R25–R28): ``put_retry_window``
-    (seconds, default ``None``) spreads a non-final's ``put_tries`` tries over
-    that long, so a short outage costs no chunk; ``exit_drain_timeout`` (5 s)
+    (seconds, or ``None``) spreads a non-final's ``put_tries`` tries over that
+    long, so a short outage costs no chunk; the default, ``"auto"``, takes the
+    connector's hint (2 s on shared memory and Redis, none in memory; see
+    :mod:`.connectors.base`); ``exit_drain_timeout`` (5 s)
     bounds how long ``with`` waits for saved chunks to be put before stopping;
     ``stall_timeout`` (30 s, ``None`` for off) reports a registration that
     makes no progress for that long. Every timeout is a finite number.
@@ -110,7 +127,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         logger: logging.Logger | None = None,
         event_driven: bool | None = None,
         repoll_interval: float = 0.5,
-        put_retry_window: float | None = None,
+        put_retry_window: float | Literal["auto"] | None = "auto",
         exit_drain_timeout: float = 5.0,
         stall_timeout: float | None = 30.0,
     ) -> None:
@@ -146,7 +163,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self.put_tries = put_tries
         self.put_backoff = non_negative("put_backoff", put_backoff)
         self.put_backoff_max = non_negative("put_backoff_max", put_backoff_max)
-        self.put_retry_window = optional_positive("put_retry_window", put_retry_window)
+        self.put_retry_window = _retry_window(connector, put_retry_window)
         self.exit_drain_timeout = non_negative("exit_drain_timeout", exit_drain_timeout)
         self.stall_timeout = optional_positive("stall_timeout", stall_timeout)
         self.snapshot = snapshot

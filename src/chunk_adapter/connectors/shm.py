@@ -75,7 +75,7 @@ from ._shm_layout import (
     default_namespace,
 )
 from ._shm_maintenance import ShmMaintenance
-from .base import PermanentError, ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, PermanentError, ValueTooLarge
 from .doorbell import Doorbell
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
@@ -104,6 +104,10 @@ class SharedMemoryConnector(ShmMaintenance):
     context manager) to unlink what it put that nobody consumed — after the
     receiver is done with it.
     """
+
+    # A full /dev/shm is transient: the reference adapter gives a non-final this
+    # long before dropping it (see connectors.base).
+    put_retry_window: float | None = OUTAGE_RETRY_WINDOW
 
     def __init__(
         self,
