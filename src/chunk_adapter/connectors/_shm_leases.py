@@ -9,7 +9,10 @@ process's normal exit (``atexit``, and multiprocessing's exit hook in its child
 processes); the values it left unconsumed stay for a receiver that may still
 come, as before. So a lease file whose lock nobody holds names a writer that
 died without finishing (``kill -9``, a crash, ``os._exit``): its unconsumed and
-half-written segments are garbage, and :func:`dead_writers` finds it.
+half-written segments are garbage, and :func:`dead_writers` finds it. Before
+creating a segment the writer notes its name in the lease (:meth:`Lease.note`),
+so a segment it was killed creating, with no header yet to name its writer,
+is found too.
 
 A lease is made under a temporary name, locked, then renamed into place, so a
 reader never sees an unlocked lease of a live writer. A forked child shares
@@ -34,6 +37,7 @@ from .doorbell import check_private
 __all__ = ["Lease", "dead_writers", "forget", "lease_directory"]
 
 _SUFFIX = ".lease"
+_NOTE = 256  # bytes of the lease holding the name of the segment being created
 
 
 def lease_directory(namespace: str) -> str:
@@ -61,6 +65,10 @@ class Lease:
             raise
         _hold(self)
 
+    def note(self, segment: str) -> None:
+        """Record the segment this writer is about to create (one ``pwrite``)."""
+        os.pwrite(self._fd, segment.encode("ascii").ljust(_NOTE, b"\0"), 0)
+
     def release(self) -> None:
         """The writer finished: remove the lease (its values stay). Idempotent."""
         with _LIVE_LOCK:
@@ -74,14 +82,15 @@ class Lease:
         os.close(fd)
 
 
-def dead_writers(namespace: str) -> dict[bytes, str]:
-    """``{writer id: lease path}`` of the namespace's writers that died unfinished."""
+def dead_writers(namespace: str) -> dict[bytes, tuple[str, str]]:
+    """``{writer id: (lease path, segment it was creating or "")}`` of the namespace's
+    writers that died unfinished."""
     directory = lease_directory(namespace)
     try:
         entries = os.listdir(directory)
     except FileNotFoundError:
         return {}
-    dead: dict[bytes, str] = {}
+    dead: dict[bytes, tuple[str, str]] = {}
     for entry in entries:
         if not entry.endswith(_SUFFIX):
             continue
@@ -92,12 +101,13 @@ def dead_writers(namespace: str) -> dict[bytes, str]:
             continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            note = os.pread(fd, _NOTE, 0).rstrip(b"\0").decode("ascii", "replace")
         except BlockingIOError:
             continue  # held: the writer lives
         finally:
             os.close(fd)  # releases the probe's lock at once
         with contextlib.suppress(ValueError):
-            dead[bytes.fromhex(entry[: -len(_SUFFIX)])] = path
+            dead[bytes.fromhex(entry[: -len(_SUFFIX)])] = (path, note)
     return dead
 
 

@@ -88,7 +88,8 @@ class ShmMaintenance:
         A connector does this when it is made (``reclaim=True``). Values of a
         writer that is alive, or that finished (closed, or its process exited
         normally), are never touched: a receiver may still read them. A segment
-        with no header yet counts when it is over 10 s old, as in :meth:`purge`.
+        with no header yet goes when a dead writer's lease names it, or when it
+        is over 10 s old, as in :meth:`purge`.
         """
         if not os.path.isdir(SHM_DIR):
             return 0
@@ -96,6 +97,7 @@ class ShmMaintenance:
         if not dead:
             return 0
         now, removed, me = time.time(), 0, os.geteuid()
+        creating = {note for _, note in dead.values() if note}
         for name in self.segments():
             path = os.path.join(SHM_DIR, name)
             try:
@@ -103,13 +105,14 @@ class ShmMaintenance:
                 if st.st_uid != me:
                     continue
                 writer = self._writer_of(name)
-                if writer not in dead and not (writer is None and now - st.st_mtime > 10.0):
+                headerless = writer is None and (name in creating or now - st.st_mtime > 10.0)
+                if writer not in dead and not headerless:
                     continue
                 os.unlink(path)
             except FileNotFoundError:
                 continue
             removed += 1
-        for lease in dead.values():
+        for lease, _ in dead.values():
             forget(lease)
         return removed
 

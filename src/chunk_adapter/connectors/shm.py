@@ -168,6 +168,8 @@ class SharedMemoryConnector(ShmMaintenance):
         raw_key = key.encode("utf-8", "surrogatepass")
         name = self.segment_name(key)
         size = HEADER.size + len(raw_key) + len(data)
+        if self._lease is not None:
+            self._lease.note(name)  # a crash from here on leaves a segment the lease names
         try:
             shm = attach(name, create=True, size=size)
         except FileExistsError:
