@@ -167,3 +167,33 @@ def test_a_real_redis_restart_of_500ms_loses_no_chunk() -> None:
         assert snd.stats().put_failures >= 1, "the restart hit no put"
         assert got == [*range(CHUNKS), "end"], f"lost {CHUNKS + 1 - len(got)} chunk(s)"
         assert snd.stats().dropped_put_failed == 0
+
+
+@pytest.mark.rule("R28")
+def test_a_stream_cut_by_a_redis_restart_is_reported_as_stalled(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 12 point 5 (first half): a restart loses what was stored; before, the
+    registrations waiting for it stalled forever and nothing said so."""
+    if redis_server_path() is None:
+        pytest.skip("needs redis-server")
+    with RedisServer() as server:
+        conn = RedisConnector(url=server.url, prefix="cut", socket_timeout=2.0)
+        snd = ChunkAdapter(conn, stage_id=0)
+        rcv = ChunkAdapter(conn, stage_id=1, stall_timeout=0.3)
+        try:
+            for i in range(3):
+                snd.save_async("r", i, False)
+            assert snd.flush(ARRIVAL)
+            server.crash()  # chunks 0-2 were stored and are gone with the server
+            server.restart()
+            snd.save_async("r", "end", True)
+            assert snd.flush(ARRIVAL)
+            rcv.load_async("r")
+            _until(lambda: rcv.stats().stalls_reported == 1, ARRIVAL, "the stall report")
+            assert rcv.stats().stalled == 1 and rcv.stats().committed == 0
+            assert "waiting for key r_0_0" in caplog.text
+        finally:
+            snd.stop()
+            rcv.stop()
+            conn.close()
