@@ -137,6 +137,13 @@ def point3() -> None:
     lost = 10_000 - len(conn.keys())
     counted = getattr(snd.stats(), "abandoned", None)
     emit(3, "stop() with 10k queued (memory): chunks lost / counted in stats", [lost, counted])
+    if "drain_timeout" in ChunkAdapter.stop.__code__.co_varnames:
+        conn = MemoryConnector()
+        snd = ChunkAdapter(conn, stage_id=0)
+        for i in range(10_000):
+            snd.save_async(f"r{i % 100}", i, False)
+        snd.stop(drain_timeout=60)
+        emit(3, "stop(drain_timeout=60) with 10k queued: chunks lost", 10_000 - len(conn.keys()))
     conn = MemoryConnector()
     with ChunkAdapter(conn, stage_id=0) as snd:
         for i in range(400):
@@ -320,6 +327,7 @@ def _other_pipeline(namespace_default: bool, pipe: Any) -> None:
     conn = SharedMemoryConnector()
     conn.put("iso_0_0", {"data": "theirs", "finished": True})
     pipe.send(conn.namespace)
+    pipe.poll(60)  # alive until the parent has looked (an exiting child may unlink it)
 
 
 def point7(redis_url: str | None) -> None:
@@ -339,9 +347,10 @@ def point7(redis_url: str | None) -> None:
     proc = ctx.Process(target=_other_pipeline, args=(True, b), daemon=True)
     proc.start()
     theirs = a.recv() if a.poll(60) else None
-    proc.join()
     mine = SharedMemoryConnector()
     emit(7, "shm default namespace: an unrelated pipeline's chunk is received", mine.get("iso_0_0") is not None)
+    a.send("done")
+    proc.join()
     if theirs:
         SharedMemoryConnector(theirs).purge()
 
