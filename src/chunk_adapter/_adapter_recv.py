@@ -4,6 +4,16 @@
 the scheduler's ``load_async``, ``poll_ready`` and ``cleanup_receiver``, and
 the RECV thread's rounds. The state it uses (``_recv_lock``, ``_tokens`` ...)
 is created and documented in ``ChunkAdapter.__init__``.
+
+Stream identity (``discard_leftovers``, docs/connectors.md). Keys carry no
+stream (R1), so the receiver keeps streams apart itself: ``cleanup_receiver``
+of a registration that has not committed its final starts a :class:`Drain`,
+which gets that stream's remaining keys in order and throws the values away
+until the stream's final (or ``leftover_timeout`` without one). Until then a
+new registration of the same id reads only the keys below the drain, which the
+old stream has emptied (the connector consumes). A sender puts a stream's
+chunks before the next stream's (one FIFO, R5), so the rest of the old stream
+never lands where the new one reads.
 """
 
 from __future__ import annotations
@@ -11,13 +21,34 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
 
-__all__ = ["ReceiverSide"]
+__all__ = ["Drain", "ReceiverSide"]
+
+
+@dataclass(eq=False)
+class Drain:
+    """The rest of abandoned streams of one request id, being discarded (module doc).
+
+    ``next_id`` is the key being drained; ``later`` the start ids of streams of
+    the same id abandoned while this one drains (a registration blocked below
+    the drain), drained after it in order; ``since`` when it last made progress;
+    ``token`` identifies its polling-queue entry.
+    """
+
+    next_id: int
+    since: float
+    token: object = field(default_factory=object)
+    later: list[int] = field(default_factory=list)
+
+    def bound(self) -> int:
+        """A registration of the same id may get keys below this only (V5)."""
+        return min(self.next_id, *self.later) if self.later else self.next_id
 
 
 class ReceiverSide:
@@ -32,6 +63,8 @@ class ReceiverSide:
     idle_backoff: float
     repoll_interval: float
     stall_timeout: float | None
+    discard_leftovers: bool
+    leftover_timeout: float
     event_driven: bool
     _stop: EventLike
     _recv_lock: LockLike
@@ -42,6 +75,7 @@ class ReceiverSide:
     _queue: deque[tuple[str, object]]
     _progress_at: dict[str, float]
     _stalled: set[str]
+    _drains: dict[str, Drain]
     _awaited: set[str]
     _recv_signal: int
     _get_failed: bool
@@ -74,16 +108,33 @@ class ReceiverSide:
         return ready
 
     def cleanup_receiver(self, request_id: str) -> None:
-        """Forget the registration and its ready chunks: a commit fence (R16)."""
+        """Forget the registration and its ready chunks: a commit fence (R16).
+
+        With ``discard_leftovers``, an unfinished registration's stream is drained
+        (module doc); the drain runs on the RECV thread, so this never waits (R3).
+        """
         check_request_id(request_id, "cleanup_receiver")
-        with self._recv_lock:
+        with self._recv_lock:  # _recv_cond's lock: notify() below may be called under it
             self._tokens.pop(request_id, None)
             next_id = self._next_recv_id.pop(request_id, None)
             self._ready.pop(request_id, None)
-            self._progress_at.pop(request_id, None)
+            unfinished = self._progress_at.pop(request_id, None) is not None
             self._stalled.discard(request_id)
-            if next_id is not None:
-                self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
+            if next_id is None:
+                return
+            self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
+            started = next_id > 0  # a stream that never arrived may never be sent at all
+            if not (self.discard_leftovers and unfinished and started) or self._stop.is_set():
+                return
+            drain = self._drains.get(request_id)
+            if drain is not None:
+                drain.later.append(next_id)
+                return
+            drain = Drain(next_id, self.runtime.monotonic())
+            self._drains[request_id] = drain
+            self._queue.append((request_id, drain.token))
+            self._recv_signal += 1
+            self._recv_cond.notify()
 
     def _on_put(self, key: str) -> None:
         """Subscription callback: wake the RECV thread if it awaits *key*."""
@@ -159,14 +210,26 @@ class ReceiverSide:
                 if not self._queue:
                     return progress
                 request_id, token = self._queue.popleft()
-                if self._tokens.get(request_id) is not token:
-                    self._recv_counts["stale_entries_dropped"] += 1
-                    continue
-                chunk_id = self._next_recv_id[request_id]
+                drain = self._drains.get(request_id)
+                if drain is None or drain.token is not token:
+                    drain = None
+                    if self._tokens.get(request_id) is not token:
+                        self._recv_counts["stale_entries_dropped"] += 1
+                        continue
+                    chunk_id = self._next_recv_id[request_id]
+                else:
+                    chunk_id = drain.next_id
                 key = chunk_key(request_id, self.src_stage_id, chunk_id)
-                if self.event_driven:
+                stalled_for = None if drain is not None else self._stalled_for(request_id)
+                blocking = self._drains.get(request_id)
+                blocked = drain is None and blocking is not None and chunk_id >= blocking.bound()
+                if blocked:
+                    self._queue.append((request_id, token))  # V5: the drain goes first
+                elif self.event_driven:
                     self._awaited.add(key)
-                stalled_for = self._stalled_for(request_id)
+            if drain is not None:
+                progress = self._drain_one(request_id, drain, key) or progress
+                continue
             if stalled_for is not None:
                 self.log.warning(
                     "receiver: %s has made no progress for %.1fs: waiting for key %s. Is its "
@@ -177,7 +240,8 @@ class ReceiverSide:
                     key,
                     self.src_stage_id,
                 )
-            progress = self._poll_one(request_id, token, key, chunk_id) or progress
+            if not blocked:
+                progress = self._poll_one(request_id, token, key, chunk_id) or progress
         return progress
 
     def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
@@ -220,6 +284,48 @@ class ReceiverSide:
                 self._progress_at[request_id] = self.runtime.monotonic()
                 self._queue.append((request_id, token))
             return True
+
+    def _drain_one(self, request_id: str, drain: Drain, key: str) -> bool:
+        """One get of a drained stream's next key; the value is thrown away (module doc)."""
+        value: Any = None
+        try:
+            value = self.connector.get(key)
+        except Exception as exc:
+            self.log.info("get %s (discarding a cleaned-up stream) failed: %r", key, exc)
+            value = exc
+        now = self.runtime.monotonic()
+        gave_up = False
+        with self._recv_lock:
+            self._recv_counts["gets"] += 1
+            if value is not None and not isinstance(value, dict):
+                self._recv_counts["get_failures"] += 1
+                self._get_failed = True
+            self._awaited.discard(key)
+            got = isinstance(value, dict)
+            if got:
+                self._recv_counts["leftovers_discarded"] += 1
+                drain.since = now
+                drain.next_id += 1
+            elif now - drain.since >= self.leftover_timeout:
+                self._recv_counts["leftovers_given_up"] += 1
+                gave_up = True
+            if (got and value.get("finished")) or gave_up:
+                if drain.later:  # the next abandoned stream of this id, from its start
+                    drain.next_id, drain.since = drain.later.pop(0), now
+                else:
+                    del self._drains[request_id]
+            if self._drains.get(request_id) is drain:
+                self._queue.append((request_id, drain.token))
+        if gave_up:
+            self.log.warning(
+                "receiver: the rest of cleaned-up stream %s did not come within %.1fs "
+                "(waited for key %s); no longer discarding it. If its sender is still "
+                "sending, a new stream of this id may receive those chunks",
+                short_repr(request_id),
+                self.leftover_timeout,
+                key,
+            )
+        return got
 
     def _stalled_for(self, request_id: str) -> float | None:
         """Called with ``_recv_lock`` held: seconds without progress if *request_id* just

@@ -13,9 +13,9 @@ import copy
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from ._adapter_recv import ReceiverSide
+from ._adapter_recv import Drain, ReceiverSide
 from ._adapter_send import SenderSide
 from ._validate import check_stage, non_negative, optional_positive, positive, short_repr
 from .connectors.base import Connector, subscription
@@ -54,6 +54,8 @@ _RECV_COUNTERS = (
     "stale_discarded",
     "stale_entries_dropped",
     "stalls_reported",
+    "leftovers_discarded",
+    "leftovers_given_up",
 )
 RECV_THREAD = "chunk-adapter-recv"
 
@@ -62,15 +64,49 @@ def _default_build(request_id: str, snapshot: Any, is_final: bool) -> Any:
     return snapshot
 
 
+def _retry_window(connector: Connector, option: object) -> float | None:
+    """The ``put_retry_window`` in effect: the option, or with ``"auto"`` the connector's
+    ``put_retry_window`` hint (absent: none)."""
+    if option != "auto":
+        return optional_positive("put_retry_window", option)
+    hint = getattr(connector, "put_retry_window", None)
+    try:
+        return optional_positive("put_retry_window", hint)
+    except (InvalidType, InvalidValue) as exc:
+        raise InvalidValue(
+            f"{short_repr(connector)} has a bad put_retry_window hint ({exc}); pass "
+            "put_retry_window=<seconds> or None to the adapter"
+        ) from exc
+
+
+def _discard_leftovers(connector: Connector, option: object) -> bool:
+    if not isinstance(option, bool):
+        raise InvalidType(f"discard_leftovers must be True or False, got {short_repr(option)}")
+    if option and getattr(connector, "consume_on_get", True) is False:
+        raise InvalidValue(
+            f"discard_leftovers=True needs a connector whose get consumes, and "
+            f"{short_repr(connector)} keeps values (consume_on_get=False): a stream's old "
+            "chunks would stay readable. Make it with consume_on_get=True"
+        )
+    return option
+
+
 class ChunkAdapter(SenderSide, ReceiverSide):
     """Moves per-request chunks between pipeline stages through a connector.
 
     Options beyond the contract's (docs/contract.md R25–R28): ``put_retry_window``
-    (seconds, default ``None``) spreads a non-final's ``put_tries`` tries over
-    that long, so a short outage costs no chunk; ``exit_drain_timeout`` (5 s)
+    (seconds, or ``None``) spreads a non-final's ``put_tries`` tries over that
+    long, so a short outage costs no chunk; the default, ``"auto"``, takes the
+    connector's hint (2 s on shared memory and Redis, none in memory; see
+    :mod:`.connectors.base`); ``exit_drain_timeout`` (5 s)
     bounds how long ``with`` waits for saved chunks to be put before stopping;
     ``stall_timeout`` (30 s, ``None`` for off) reports a registration that
-    makes no progress for that long. Every timeout is a finite number.
+    makes no progress for that long; ``discard_leftovers`` (``False``) makes
+    ``cleanup_receiver`` of an unfinished registration discard the rest of
+    that stream as it arrives, so a later stream with the same request id never
+    receives it (docs/connectors.md, "Stream identity"), giving up on a rest
+    that does not come for ``leftover_timeout`` (30 s). Every timeout is a
+    finite number.
 
     Invariants (``check_invariants`` asserts them; each holds whenever the lock
     that guards it is free):
@@ -90,6 +126,8 @@ class ChunkAdapter(SenderSide, ReceiverSide):
           entry whose token is no longer current is dropped when the RECV thread
           reaches it, and an entry is not put back once its final is committed (R13).
       V4. ``_progress_at`` and ``_stalled`` hold registered ids only (R28).
+      V5. A registration of a request id with a drain (``_drains``) never gets a
+          key at or past the drain's bound (:meth:`_Drain.bound`).
     """
 
     def __init__(
@@ -110,9 +148,11 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         logger: logging.Logger | None = None,
         event_driven: bool | None = None,
         repoll_interval: float = 0.5,
-        put_retry_window: float | None = None,
+        put_retry_window: float | Literal["auto"] | None = "auto",
         exit_drain_timeout: float = 5.0,
         stall_timeout: float | None = 30.0,
+        discard_leftovers: bool = False,
+        leftover_timeout: float = 30.0,
     ) -> None:
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
@@ -146,9 +186,11 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self.put_tries = put_tries
         self.put_backoff = non_negative("put_backoff", put_backoff)
         self.put_backoff_max = non_negative("put_backoff_max", put_backoff_max)
-        self.put_retry_window = optional_positive("put_retry_window", put_retry_window)
+        self.put_retry_window = _retry_window(connector, put_retry_window)
         self.exit_drain_timeout = non_negative("exit_drain_timeout", exit_drain_timeout)
         self.stall_timeout = optional_positive("stall_timeout", stall_timeout)
+        self.discard_leftovers = _discard_leftovers(connector, discard_leftovers)
+        self.leftover_timeout = positive("leftover_timeout", leftover_timeout)
         self.snapshot = snapshot
         self.log = logger if logger is not None else logging.getLogger("chunk_adapter")
         subscribe = subscription(connector)
@@ -194,8 +236,8 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self._idle_cancel_logged = False
 
         # Guards the receiver state: _tokens, _next_recv_id, _ready, _queue,
-        # _progress_at, _stalled, _awaited, _recv_signal, _get_failed and the recv
-        # counters. Held only briefly, never while calling get. The token check and
+        # _progress_at, _stalled, _drains, _awaited, _recv_signal, _get_failed and the
+        # recv counters. Held only briefly, never while calling get. The token check and
         # the commit happen under it together (R16).
         self._recv_lock = rt.Lock()
         # Over _recv_lock. The RECV thread waits on it for a non-empty polling
@@ -214,6 +256,9 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         # and by a put notification for one of those keys.
         self._awaited: set[str] = set()
         self._recv_signal = 0
+        # discard_leftovers: the abandoned streams being discarded, per request id;
+        # each has its own polling-queue entry (its token) (V5).
+        self._drains: dict[str, Drain] = {}
         # Set by the RECV thread when a get of this round raised or returned a
         # non-dict: no put notification will come for that key, so the pause
         # after the round is the short polling backoff.
@@ -289,6 +334,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
             counts["registered"] = len(self._tokens)
             counts["ready_chunks"] = sum(len(v) for v in self._ready.values())
             counts["stalled"] = len(self._stalled)
+            counts["draining"] = len(self._drains)
         return AdapterStats(**counts)
 
     def threads(self) -> list[ThreadLike]:
@@ -315,6 +361,12 @@ class ChunkAdapter(SenderSide, ReceiverSide):
             assert len(live) == len(set(live)), "V3: a registration has two queue entries"
             gone = (self._progress_at.keys() | self._stalled) - self._tokens.keys()
             assert not gone, f"V4: stall state for unregistered requests: {gone}"
+            past = {
+                r: (self._next_recv_id[r], d.bound())
+                for r, d in self._drains.items()
+                if r in self._next_recv_id and self._next_recv_id[r] > d.bound()
+            }
+            assert not past, f"V5: registrations past their id's drain (next id, bound): {past}"
 
     def __repr__(self) -> str:
         state = "stopped" if self._stop.is_set() else "running"

@@ -38,14 +38,19 @@ class AdapterStats:
     fetched for a registration that was cleaned up meanwhile),
     ``stale_entries_dropped`` (polling-queue entries of a gone registration),
     ``stalls_reported`` (registrations reported for making no progress for
-    ``stall_timeout`` seconds, R28).
+    ``stall_timeout`` seconds, R28). With ``discard_leftovers``:
+    ``leftovers_discarded`` (chunks of cleaned-up, unfinished registrations got
+    and thrown away, so a reused request id never receives them),
+    ``leftovers_given_up`` (such streams whose rest did not come within
+    ``leftover_timeout``).
 
     Depths, at the moment of the snapshot: ``save_queue_depth``,
     ``save_in_flight`` (1 while the SAVE thread works on a chunk: a flush is
     done when both are 0), ``cancel_marks``, ``open_streams`` (requests with
     a chunk put and the final not yet), ``poll_queue_depth``, ``registered``,
     ``ready_chunks``, ``stalled`` (registrations reported stalled and still
-    without progress).
+    without progress), ``draining`` (request ids whose abandoned stream is
+    being discarded).
     """
 
     chunks_put: int = 0
@@ -71,6 +76,8 @@ class AdapterStats:
     stale_discarded: int = 0
     stale_entries_dropped: int = 0
     stalls_reported: int = 0
+    leftovers_discarded: int = 0
+    leftovers_given_up: int = 0
     save_queue_depth: int = 0
     save_in_flight: int = 0
     cancel_marks: int = 0
@@ -79,6 +86,7 @@ class AdapterStats:
     registered: int = 0
     ready_chunks: int = 0
     stalled: int = 0
+    draining: int = 0
 
     @property
     def dropped(self) -> int:

@@ -12,7 +12,8 @@ import time
 
 from ..errors import ConnectorError
 from ._segments import attach, foreign, view
-from ._shm_layout import COMMITTED, HEADER, SHM_DIR
+from ._shm_layout import COMMITTED, HEADER, MAGIC, SHM_DIR
+from ._shm_leases import dead_writers, forget
 
 __all__ = ["ShmMaintenance"]
 
@@ -79,6 +80,62 @@ class ShmMaintenance:
                 continue
             removed += 1
         return removed
+
+    def reclaim(self) -> int:
+        """Unlink the segments of writers that died without finishing (a crashed
+        sender: its lease is free, see :mod:`._shm_leases`); returns how many.
+
+        A connector does this when it is made (``reclaim=True``). Values of a
+        writer that is alive, or that finished (closed, or its process exited
+        normally), are never touched: a receiver may still read them. A segment
+        with no header yet goes when a dead writer's lease names it, or when it
+        is over 10 s old, as in :meth:`purge`.
+        """
+        if not os.path.isdir(SHM_DIR):
+            return 0
+        dead = dead_writers(self.namespace)
+        if not dead:
+            return 0
+        now, removed, me = time.time(), 0, os.geteuid()
+        creating = {note for _, note in dead.values() if note}
+        for name in self.segments():
+            path = os.path.join(SHM_DIR, name)
+            try:
+                st = os.stat(path)
+                if st.st_uid != me:
+                    continue
+                writer = self._writer_of(name)
+                headerless = writer is None and (name in creating or now - st.st_mtime > 10.0)
+                if writer not in dead and not headerless:
+                    continue
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            removed += 1
+        for lease, _ in dead.values():
+            forget(lease)
+        return removed
+
+    def _writer_of(self, name: str) -> bytes | None:
+        """The writer id in *name*'s header; ``None`` before the header is written, and
+        ``b""`` for a segment that is not ours to judge (foreign, another format)."""
+        try:
+            shm = attach(name)
+        except (FileNotFoundError, PermissionError):
+            return b""
+        except ValueError:  # empty: created, not sized yet
+            return None
+        try:
+            if foreign(shm) is not None:
+                return b""
+            buf = view(shm)
+            header = HEADER.unpack_from(buf, 0) if len(buf) >= HEADER.size else None
+            del buf
+        finally:
+            shm.close()
+        if header is None or header[0] != MAGIC:
+            return None if header is None or header[0] == bytes(4) else b""
+        return bytes(header[4])
 
     def _writer_dead(self, name: str, age: float) -> bool:
         try:

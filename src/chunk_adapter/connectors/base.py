@@ -19,6 +19,13 @@ function that ends the subscription. An adapter that finds ``subscribe`` waits
 for such a call instead of sleeping and re-polling; it still re-polls now and
 then, so a lost notification costs latency, never a chunk.
 
+Optional hint: a connector whose store can be briefly unreachable sets
+``put_retry_window`` (seconds) and the reference adapter spreads a non-final
+chunk's put tries over that long unless told otherwise (its
+``put_retry_window`` option). Shared memory and Redis set
+:data:`OUTAGE_RETRY_WINDOW`; the in-process ``MemoryConnector`` cannot have an
+outage and sets none. Wrappers pass the hint through.
+
 Permanent errors (rule R25). A put that can never succeed however often it
 is retried (the value cannot be serialised, is too large for the store, the
 store refuses this process, the key is held by someone else) raises an
@@ -35,6 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import ConnectorError
 
 __all__ = [
+    "OUTAGE_RETRY_WINDOW",
     "Connector",
     "ConnectorWrapper",
     "NotifyingConnector",
@@ -47,6 +55,11 @@ __all__ = [
 ]
 
 Subscribe = Callable[[Callable[[str], None]], Callable[[], None]]
+
+# Seconds over which the reference adapter spreads a non-final chunk's put tries,
+# by default, on a connector whose store can go away for a moment (a Redis
+# restart, a full /dev/shm): the connector's ``put_retry_window`` attribute.
+OUTAGE_RETRY_WINDOW = 2.0
 
 
 @runtime_checkable
@@ -96,7 +109,8 @@ def subscription(connector: object) -> Subscribe | None:
 
 
 class ConnectorWrapper:
-    """Base of the wrappers: keeps ``inner`` and passes ``subscribe`` through.
+    """Base of the wrappers: keeps ``inner`` and passes ``subscribe`` (and the
+    ``put_retry_window`` hint) through.
 
     A wrapper offers ``subscribe`` exactly when the connector it wraps does, so
     wrapping never switches an adapter between polling and event-driven receive.
@@ -104,6 +118,12 @@ class ConnectorWrapper:
 
     def __init__(self, inner: Connector) -> None:
         self.inner = inner
+
+    @property
+    def put_retry_window(self) -> float | None:
+        """The wrapped connector's retry-window hint (see module doc), or ``None``."""
+        hint = getattr(self.inner, "put_retry_window", None)
+        return hint if isinstance(hint, (int, float)) and not isinstance(hint, bool) else None
 
     @property
     def subscribe(self) -> Subscribe:

@@ -46,7 +46,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
-from .base import ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = ["DEFAULT_TTL", "RedisConnector", "RedisConnectorError", "RedisNotInstalled"]
@@ -125,6 +125,10 @@ class RedisConnector:
     (default ``SAFE``, which cannot run code). See the module doc for
     passwords and TLS.
     """
+
+    # A server restart or failover takes a moment: the reference adapter gives a
+    # non-final this long before dropping it (see connectors.base).
+    put_retry_window: float | None = OUTAGE_RETRY_WINDOW
 
     def __init__(
         self,

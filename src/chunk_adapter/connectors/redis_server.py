@@ -153,6 +153,22 @@ class RedisServer:
         if proc.stdout is not None:
             proc.stdout.close()
 
+    def crash(self) -> None:
+        """Stop the server process only (an outage): its data is gone, the port is free
+        until :meth:`restart`."""
+        self._terminate()
+
+    def restart(self) -> None:
+        """Start the server again on the same port after :meth:`crash` (a restart)."""
+        binary = redis_server_path()
+        if binary is None or self._dir is None:
+            raise RedisServerError(f"restart() needs a started server and {INSTALL_HINT}")
+        if not self._launch(binary):
+            raise RedisServerError(
+                f"redis-server did not restart on port {self.port}; its output:\n"
+                + self.log.decode(errors="replace")
+            )
+
     def stop(self) -> None:
         """Stop the server and remove its directory. Idempotent."""
         self._terminate()

@@ -47,6 +47,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import logging
 import os
 import struct
 import threading
@@ -74,10 +75,13 @@ from ._shm_layout import (
     check_namespace,
     default_namespace,
 )
+from ._shm_leases import Lease
 from ._shm_maintenance import ShmMaintenance
-from .base import PermanentError, ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, PermanentError, ValueTooLarge
 from .doorbell import Doorbell
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
+
+_log = logging.getLogger("chunk_adapter.shm")
 
 __all__ = [
     "HEADER",
@@ -102,8 +106,15 @@ class SharedMemoryConnector(ShmMaintenance):
     :class:`~.doorbell.Doorbell` after each put and offers ``subscribe``, so an
     adapter waits for puts instead of polling. Close it (or use it as a
     context manager) to unlink what it put that nobody consumed — after the
-    receiver is done with it.
+    receiver is done with it. ``reclaim`` (default ``True``): when made, unlink
+    the segments of this namespace's writers that died without finishing, e.g.
+    a sender killed mid-stream (:meth:`reclaim`; values of live writers, and of
+    writers that closed or exited normally, stay).
     """
+
+    # A full /dev/shm is transient: the reference adapter gives a non-final this
+    # long before dropping it (see connectors.base).
+    put_retry_window: float | None = OUTAGE_RETRY_WINDOW
 
     def __init__(
         self,
@@ -112,6 +123,7 @@ class SharedMemoryConnector(ShmMaintenance):
         consume_on_get: bool = True,
         serializer: Serializer | Any = SAFE,
         notify: bool = False,
+        reclaim: bool = True,
     ) -> None:
         if os.name != "posix":
             raise ConnectorError(
@@ -131,6 +143,12 @@ class SharedMemoryConnector(ShmMaintenance):
         self._created: set[str] = set()  # segments this connector put, maybe consumed since
         self._prune_at = 1024
         self._closed = False
+        # This writer's lease (taken at the first put, released by close() or a normal
+        # exit): a free lease tells the next connector this writer crashed.
+        self._lease: Lease | None = None
+        self._lease_failed = False
+        if reclaim:
+            self.reclaim()
 
     # ------------------------------------------------------------------ naming
     def segment_name(self, key: str) -> str:
@@ -144,10 +162,14 @@ class SharedMemoryConnector(ShmMaintenance):
         """Store *value* under *key*; raises (storing nothing) on any failure."""
         check_key(key, "put")
         self._check_open("put")
+        if self._lease is None and not self._lease_failed:
+            self._take_lease()
         data = encode_value(self.serializer, key, value)
         raw_key = key.encode("utf-8", "surrogatepass")
         name = self.segment_name(key)
         size = HEADER.size + len(raw_key) + len(data)
+        if self._lease is not None:
+            self._lease.note(name)  # a crash from here on leaves a segment the lease names
         try:
             shm = attach(name, create=True, size=size)
         except FileExistsError:
@@ -200,6 +222,21 @@ class SharedMemoryConnector(ShmMaintenance):
             raise ConnectorError(f"put({key!r}): the connector was closed meanwhile; not stored")
         if self._doorbell is not None:
             self._doorbell.ring(key)  # after the commit: a notified get finds the value
+
+    def _take_lease(self) -> None:
+        with self._lock:
+            if self._lease is not None or self._lease_failed or self._closed:
+                return
+            try:
+                self._lease = Lease(self.namespace, self._writer)
+            except (OSError, ConnectorError) as exc:
+                self._lease_failed = True
+                _log.warning(
+                    "no writer lease for namespace %r (%s): if this process crashes, its "
+                    "unconsumed segments stay until purge(dead_writers=True)",
+                    self.namespace,
+                    exc,
+                )
 
     def _occupied(self, key: str, name: str) -> KeyOccupied:
         """The error for a put that found *name* taken: transient only if we wrote it."""
@@ -353,6 +390,9 @@ class SharedMemoryConnector(ShmMaintenance):
         subscriptions. Idempotent."""
         with self._lock:
             names, self._created, self._closed = self._created, set(), True
+            lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
         if self._doorbell is not None:
             self._doorbell.close()
         for name in names:
