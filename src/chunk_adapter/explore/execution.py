@@ -25,6 +25,7 @@ from ..factory import reference_factory
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
+from .footprint import HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
 from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
@@ -99,6 +100,8 @@ class Execution:
     """``id(BuildCall) -> role`` of the member whose builder recorded it."""
     mode: str = "white-box"
     """How the adapters were controlled: ``"white-box"`` or ``"substitution"``."""
+    pruned: bool = False
+    """The strategy ended it early as redundant (DPOR): not checked, not a trace."""
 
     @property
     def ok(self) -> bool:
@@ -185,6 +188,8 @@ def run_once(
                 **kwargs,
             )
             _name_primitives(adapter, "" if len(layout) == 1 else f"{m.role}.")
+            if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
+                ctl.opaque = True  # state DPOR cannot see: every step conflicts
             target = setup.wrap(adapter, history) if setup.wrap is not None else adapter
             if len(layout) > 1 and hasattr(target, "name"):
                 target.name = m.role  # RecordedAdapter: records say which member was called
@@ -221,8 +226,9 @@ def run_once(
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
         build_roles=build_roles,
         mode=setup.control.mode if setup.control else "white-box",
+        pruned=ctl.pruned,
     )
-    if execution.ok and setup.checker is not None:
+    if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(
             Failure("violation", message) for message in setup.checker(execution)
         )
@@ -259,6 +265,9 @@ def _apply(
     builders: dict[str, GatedBuilder],
 ) -> None:
     kind = op.kind
+    if ctl.tracking:  # DPOR's footprints: the call is recorded, faults are armed
+        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        ctl.touch(("faults", kind[5:]) if kind.startswith("fail_") else HIST_ALL, "r")
     if kind == "fail_put" or kind == "fail_get":
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
     elif kind == "fail_build":
@@ -268,6 +277,10 @@ def _apply(
         _settle(ctl, runtime, scenario)
     else:
         call(op, adapters, ctl.note)
+    if ctl.tracking:
+        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        if kind.startswith("fail_"):
+            ctl.touch(("faults", kind[5:]), "w")
 
 
 def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> None:
@@ -282,6 +295,7 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
                 f"(progress counter {ctl.progress}); something keeps putting or building"
             )
         runtime.sleep(quantum)
+        ctl.touch(PROGRESS, "r")
         if ctl.progress != seen:
             seen, last_change = ctl.progress, ctl.now
 
