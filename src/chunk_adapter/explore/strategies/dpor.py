@@ -148,6 +148,7 @@ class DporStrategy(Strategy):
         events = self._events
         first_new = self._branch + 1
         seq: list[int] = []  # per step: its index among its task's steps, from 1
+        prev_of: list[int] = []  # per step: the same task's step before it (-1: none)
         clocks: list[dict[int, int]] = []
         counts: dict[int, int] = {}
         last_of: dict[int, int] = {}  # task -> its latest step
@@ -158,6 +159,7 @@ class DporStrategy(Strategy):
             counts[tid] = counts.get(tid, 0) + 1
             seq.append(counts[tid])
             prev = last_of.get(tid)
+            prev_of.append(-1 if prev is None else prev)
             clock = dict(clocks[prev]) if prev is not None else {}
             candidates: set[int] = set()
             for key, mode in fp.items():
@@ -186,12 +188,15 @@ class DporStrategy(Strategy):
             clocks.append(clock)
             last_of[tid] = j
         for i, j in races:
-            self._plan_reversal(i, j, seq, clocks)
+            self._plan_reversal(i, j, seq, clocks, prev_of[j])
 
     def _plan_reversal(
-        self, i: int, j: int, seq: list[int], clocks: list[dict[int, int]]
+        self, i: int, j: int, seq: list[int], clocks: list[dict[int, int]], before_j: int
     ) -> None:
         node = self._nodes[i - 1]  # the state just before step i
+        tj = self._events[j][0]
+        if tj not in node.runnable:
+            self._plan_earlier(i, tj, before_j)
         if node.backtrack.issuperset(node.runnable):
             return
         ti, si = self._events[i][0], seq[i]
@@ -209,12 +214,20 @@ class DporStrategy(Strategy):
             first_seq[t] = seq[k]
         if node.backtrack.intersection(initials):
             return
-        tj = self._events[j][0]
         pick = tj if tj in initials else (initials[0] if initials else -1)
         if pick in node.runnable:
             node.backtrack.add(pick)
-        else:  # cannot happen for a task the explorer controls; be safe
-            node.backtrack.update(node.runnable)
+
+    def _plan_earlier(self, i: int, tj: int, before_j: int) -> None:
+        """Step j's task was not offered before step i: it wanted a lock that i's task
+        held (i released it, j takes it). The reversal is to run j's step before that
+        lock was taken: at the latest earlier state where it was offered with the same
+        next step (no step of its own in between)."""
+        for k in range(i - 1, max(before_j, 0), -1):
+            earlier = self._nodes[k - 1]
+            if tj in earlier.runnable:
+                earlier.backtrack.add(tj)
+                return
 
     def _backtrack(self) -> bool:
         """Move to the deepest node with a planned, unexplored, awake task."""
