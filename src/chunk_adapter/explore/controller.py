@@ -108,6 +108,7 @@ class Controller:
             scheduler, "observe", None
         )
         self.tracking = self._observe is not None
+        self.every_step = every_step or self.tracking  # DPOR follows every step
         self.touch: Callable[[object, str], None] = self._touch if self.tracking else _no_touch
         self._fp: Footprint = {}
         self._serial = 0
