@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _programs import every_execution
 
 from chunk_adapter.explore import (
     LIBRARY,
@@ -28,10 +29,8 @@ from chunk_adapter.explore import (
 )
 from chunk_adapter.explore.primitives import ControlledRuntime
 
-from _programs import every_execution
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
-import broken_explore as broken  # noqa: E402
+import broken_explore as broken
 
 UNBOUNDED = 1_000  # a preemption bound no toy reaches: DFS runs every schedule
 BUDGET = float(os.environ.get("CHUNK_ADAPTER_EXPLORE_BUDGET", "120"))

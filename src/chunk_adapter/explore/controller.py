@@ -30,9 +30,9 @@ from .tasks import Aborted, ExplorerMisuse, Failure, Scheduler, Step, Task, Task
 __all__ = [
     "Aborted",
     "Controller",
-    "Pruned",
     "ExplorerMisuse",
     "Failure",
+    "Pruned",
     "Scheduler",
     "Step",
     "Task",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-class Pruned(Exception):  # noqa: N818 - a signal, not an error
+class Pruned(Exception):
     """Raised by a strategy's ``next_task`` to end the execution early without a verdict:
     everything it could still reach was explored already (DPOR's sleep-set blocking)."""
 
@@ -104,9 +104,7 @@ class Controller:
         self.before_finish: Callable[[], None] | None = None
         # Footprints (DPOR): when the scheduler has observe(tid, footprint), every step's
         # touched objects are collected in _fp and handed over when the step ends.
-        self._observe: Callable[[int, Footprint], None] | None = getattr(
-            scheduler, "observe", None
-        )
+        self._observe: Callable[[int, Footprint], None] | None = getattr(scheduler, "observe", None)
         self.tracking = self._observe is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
         self.touch: Callable[[object, str], None] = self._touch if self.tracking else _no_touch

@@ -137,6 +137,7 @@ def _watched_class(cls: type) -> type:
         return made
     skip = _skip_types()
     get = object.__getattribute__
+    setattr_of: Any = cls.__setattr__
 
     def __getattribute__(self: Any, name: str) -> Any:
         value = get(self, name)
@@ -153,7 +154,7 @@ def _watched_class(cls: type) -> type:
         watch = get(self, "__dict__").get("__chunk_adapter_watch__")
         if watch is not None:
             watch[0].touch(("attr", watch[1], name), "w")
-        cls.__setattr__(self, name, value)
+        setattr_of(self, name, value)
 
     made = type(
         cls.__name__,
