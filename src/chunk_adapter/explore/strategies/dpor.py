@@ -54,6 +54,85 @@ class _Node:
     chosen: int = -1
 
 
+_SLOT = {"w": 0, "r": 1, "c": 2}  # where _Order keeps the last step of each mode
+
+
+class _Order:
+    """Happens-before over the steps of the current execution, kept across executions.
+
+    Per step: its task, its index among its task's steps (``seq``, from 1), the same
+    task's step before it, and its vector clock (task -> how many of that task's steps
+    happen before it or are it). ``access`` keeps, per object and task, the last
+    step that touched it in each mode; ``undo`` what each step changed there, so
+    the next execution, which replays a prefix, keeps that prefix and redoes the rest.
+    """
+
+    def __init__(self) -> None:
+        self.tids: list[int] = []
+        self.seq: list[int] = []
+        self.prev_of: list[int] = []
+        self.clocks: list[dict[int, int]] = []
+        self._last_of: dict[int, int] = {}
+        self._access: dict[object, dict[int, list[int]]] = {}
+        self._undo: list[list[tuple[list[int], int, int]]] = []
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def truncate(self, n: int) -> None:
+        """Forget the steps from *n* on."""
+        while len(self.seq) > n:
+            for entry, slot, old in reversed(self._undo.pop()):
+                entry[slot] = old
+            tid, prev = self.tids.pop(), self.prev_of.pop()
+            self.seq.pop()
+            self.clocks.pop()
+            if prev < 0:
+                del self._last_of[tid]
+            else:
+                self._last_of[tid] = prev
+
+    def add(self, tid: int, fp: Footprint) -> list[int]:
+        """Append a step; return the earlier steps it races with (latest first)."""
+        j = len(self.seq)
+        prev = self._last_of.get(tid, -1)
+        clock = dict(self.clocks[prev]) if prev >= 0 else {}
+        candidates: set[int] = set()
+        undo: list[tuple[list[int], int, int]] = []
+        for key, mode in fp.items():
+            per_task = self._access.get(key)
+            if per_task is None:
+                per_task = self._access[key] = {}
+            for other, (w, r, c) in per_task.items():
+                if other == tid:
+                    continue
+                for i, other_mode in ((w, "w"), (r, "r"), (c, "c")):
+                    if i >= 0 and (mode == "w" or other_mode == "w" or mode != other_mode):
+                        candidates.add(i)
+            mine = per_task.get(tid)
+            if mine is None:
+                mine = per_task[tid] = [-1, -1, -1]
+            slot = _SLOT[mode]
+            undo.append((mine, slot, mine[slot]))
+            mine[slot] = j
+        races: list[int] = []
+        for i in sorted(candidates, reverse=True):
+            ti = self.tids[i]
+            if clock.get(ti, 0) < self.seq[i]:
+                races.append(i)  # no other path orders i before j: a race
+                for t, n in self.clocks[i].items():
+                    if clock.get(t, 0) < n:
+                        clock[t] = n
+        self.tids.append(tid)
+        self.seq.append(1 if prev < 0 else self.seq[prev] + 1)
+        self.prev_of.append(prev)
+        clock[tid] = self.seq[j]
+        self.clocks.append(clock)
+        self._last_of[tid] = j
+        self._undo.append(undo)
+        return races
+
+
 class DporStrategy(Strategy):
     """Exhaustive over Mazurkiewicz traces (see module doc); ``complete`` when done."""
 
@@ -71,6 +150,7 @@ class DporStrategy(Strategy):
         self._pos = 0
         self._branch = 0  # the node where this execution leaves the previous one's path
         self._started = False
+        self._order = _Order()
 
     @property
     def traces(self) -> int:
@@ -80,13 +160,13 @@ class DporStrategy(Strategy):
     # -- the strategy interface --------------------------------------------
 
     def start_execution(self) -> bool:
-        if self._started:
-            self._analyse()
-            if not self._backtrack():
-                self.complete = True
-                return False
+        if self._started and not self._backtrack():
+            self.complete = True
+            return False
         if self.max_executions is not None and self.executions >= self.max_executions:
             return False
+        # The next execution replays the steps up to the branch and its choice there.
+        self._order.truncate(self._branch + 1 if self._started else 0)
         self._started = True
         self.executions += 1
         self._events = []
@@ -99,6 +179,12 @@ class DporStrategy(Strategy):
         at = len(self._events) - 2  # the node that chose this step
         if 0 <= at < len(self._nodes) and self._nodes[at].chosen == tid:
             self._nodes[at].done[tid] = footprint
+        j = len(self._events) - 1
+        if j < len(self._order):
+            return  # a replayed step: its races were planned when it first ran
+        for i in self._order.add(tid, footprint):
+            if i >= 1:
+                self._plan_reversal(i, j)
 
     def next_task(self, runnable: Sequence[int], current: int | None) -> int:
         k = self._pos
@@ -143,60 +229,15 @@ class DporStrategy(Strategy):
 
     # -- races and source sets -------------------------------------------------
 
-    def _analyse(self) -> None:
-        """Add to the source sets a reordering of every race that ends in a new step."""
-        events = self._events
-        first_new = self._branch + 1
-        seq: list[int] = []  # per step: its index among its task's steps, from 1
-        prev_of: list[int] = []  # per step: the same task's step before it (-1: none)
-        clocks: list[dict[int, int]] = []
-        counts: dict[int, int] = {}
-        last_of: dict[int, int] = {}  # task -> its latest step
-        access: dict[object, dict[int, list[int]]] = {}  # key -> task -> last [w, r, c]
-        slot = {"w": 0, "r": 1, "c": 2}
-        races: list[tuple[int, int]] = []
-        for j, (tid, fp) in enumerate(events):
-            counts[tid] = counts.get(tid, 0) + 1
-            seq.append(counts[tid])
-            prev = last_of.get(tid)
-            prev_of.append(-1 if prev is None else prev)
-            clock = dict(clocks[prev]) if prev is not None else {}
-            candidates: set[int] = set()
-            for key, mode in fp.items():
-                per_task = access.get(key)
-                if per_task is None:
-                    per_task = access[key] = {}
-                for other, (w, r, c) in per_task.items():
-                    if other == tid:
-                        continue
-                    for i, other_mode in ((w, "w"), (r, "r"), (c, "c")):
-                        if i >= 0 and (mode == "w" or other_mode == "w" or mode != other_mode):
-                            candidates.add(i)
-                mine = per_task.get(tid)
-                if mine is None:
-                    mine = per_task[tid] = [-1, -1, -1]
-                mine[slot[mode]] = j
-            for i in sorted(candidates, reverse=True):
-                ti = events[i][0]
-                if clock.get(ti, 0) < seq[i]:
-                    if j >= first_new and i >= 1:
-                        races.append((i, j))
-                    for t, n in clocks[i].items():
-                        if clock.get(t, 0) < n:
-                            clock[t] = n
-            clock[tid] = seq[j]
-            clocks.append(clock)
-            last_of[tid] = j
-        for i, j in races:
-            self._plan_reversal(i, j, seq, clocks, prev_of[j])
-
-    def _plan_reversal(
-        self, i: int, j: int, seq: list[int], clocks: list[dict[int, int]], before_j: int
-    ) -> None:
+    def _plan_reversal(self, i: int, j: int) -> None:
+        """Plan, at the state before step i, a task that starts a reordering of the race
+        (i, j): an initial of the steps after i that do not depend on it, then j."""
+        order = self._order
+        seq, clocks = order.seq, order.clocks
         node = self._nodes[i - 1]  # the state just before step i
         tj = self._events[j][0]
         if tj not in node.runnable:
-            self._plan_earlier(i, tj, before_j)
+            self._plan_earlier(i, tj, order.prev_of[j])
         if node.backtrack.issuperset(node.runnable):
             return
         ti, si = self._events[i][0], seq[i]
