@@ -180,3 +180,51 @@ def test_dpor_reaches_the_verdicts_of_dfs(adapter: str, name: str) -> None:
 @pytest.mark.parametrize(("adapter", "name"), BROKEN_CASES + REFERENCE_CASES)
 def test_dpor_reaches_the_verdicts_of_dfs_everywhere(adapter: str, name: str) -> None:
     _same_verdicts(adapter, name)
+
+
+def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]:
+    import time
+
+    from chunk_adapter.explore import stage
+    from chunk_adapter.explore.proofs import prove_stage
+    from chunk_adapter.factory import load_factory
+    from chunk_adapter.outcome import StageContext
+
+    ctx = StageContext(
+        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds
+    )  # fmt: skip
+    factory = load_factory(spec)
+    control = stage.plan_control(factory, ())
+
+    def judge(report: Report, label: str, wall: float) -> Any:
+        return stage._judge(report, label, report.executions, control, ctx, wall, factory)
+
+    return list(prove_stage(factory, ctx, stage._scenario_rules, judge, (), stage.RESERVE))
+
+
+def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
+    from chunk_adapter.explore.library import PROVE
+    from chunk_adapter.explore.proofs import PROOF_PROFILES
+
+    results = _proofs("chunk_adapter.adapter:ChunkAdapter")
+    names = [r.name for r in results]
+    assert names == [f"{n} / proof" for n in PROVE[: PROOF_PROFILES["ci"]]] + ["proofs"]
+    assert {r.verdict for r in results} == {"pass"}
+    for r in results[:-1]:
+        assert r.evidence.startswith("proved: verified: "), r
+        assert r.coverage.startswith("all ") and r.coverage.endswith(" traces"), r
+    assert "R18" in results[-1].rules and "R18 (" in results[-1].evidence
+    assert _proofs("chunk_adapter.adapter:ChunkAdapter", profile="quick") == []
+
+
+def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
+    assert _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0) == []
+
+
+@pytest.mark.rule("R20", "R18")
+def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails() -> None:
+    results = _proofs("tests.quality.broken_explore:LostWakeup")
+    assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
+    assert results[0].name == "q7-stop-wakes-save / proof"
+    assert results[0].confirmation == "replayed once: failed again"
+    assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
