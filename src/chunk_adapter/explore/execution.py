@@ -73,6 +73,23 @@ class Setup:
     wrap: Callable[[Any, History], Any] | None = None  # e.g. oracles.RecordedAdapter
     control: Control | None = None
     """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
+    memo: dict[Any, Any] = field(default_factory=dict)
+    """What executions of this run ask of the factory's signature, asked once."""
+
+    def takes(self, name: str) -> bool:
+        """:func:`_takes` of the factory, remembered (``inspect.signature`` is slow)."""
+        key = ("takes", name)
+        if key not in self.memo:
+            self.memo[key] = _takes(self.factory, name)
+        return bool(self.memo[key])
+
+    def put_tries(self, options: dict[str, Any]) -> int | None:
+        """:func:`_put_tries` of the factory with *options*, remembered."""
+        key = ("put_tries", options.get("put_tries"))
+        if key not in self.memo:
+            self.memo[key] = _put_tries(self.factory, options)
+        value = self.memo[key]
+        return None if value is None else int(value)
 
 
 @dataclass
@@ -169,7 +186,7 @@ def run_once(
         m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
     quiescent_at: list[int | None] = [None]
-    options = {k: v for k, v in scenario.options.items() if _takes(setup.factory, k)}
+    options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     def main() -> None:
@@ -178,7 +195,7 @@ def run_once(
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
-            if "logger" not in kwargs and _takes(setup.factory, "logger"):
+            if "logger" not in kwargs and setup.takes("logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
             adapter = setup.factory(
                 connector,
@@ -222,7 +239,7 @@ def run_once(
         failures=list(ctl.failures),
         cut=quiescent_at[0],
         options=options,
-        put_tries=_put_tries(setup.factory, options),
+        put_tries=setup.put_tries(options),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
         build_roles=build_roles,
         mode=setup.control.mode if setup.control else "white-box",
