@@ -162,8 +162,9 @@ def _same_verdicts(adapter: str, name: str) -> None:
     dfs = explore(scenario, DfsStrategy(preemption_bound=2), factory=factory, time_budget=BUDGET)
     dpor = explore(scenario, DporStrategy(), factory=factory, time_budget=BUDGET)
     if dfs.failure is not None:
-        # Whatever DFS finds, DPOR finds: the same kinds of failure.
-        assert verdict(dpor) == verdict(dfs), (dfs.describe_failure(), dpor.summary())
+        # Whatever DFS finds, DPOR finds (a failure it shares a rule or kind with; the
+        # first failing execution of each may show a different set of consequences).
+        assert set(verdict(dpor)) & set(verdict(dfs)), (dfs.describe_failure(), dpor.summary())
     elif dpor.failure is not None:
         # DPOR has no preemption bound: it may find more. Only a broken adapter may fail.
         assert adapter != "reference", dpor.describe_failure()
