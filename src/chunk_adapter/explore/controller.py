@@ -208,7 +208,9 @@ class Controller:
         self._by_ident[ident] = task
         self.idents.add(ident)
         task.baton.acquire()
-        self.touch(("task", task.tid), "w")
+        # A read: ordered after the spawn (a write), but not against join and is_alive,
+        # which see no difference between a thread that has not run yet and one running.
+        self.touch(("task", task.tid), "r")
         try:
             if not self._aborting:
                 target()
