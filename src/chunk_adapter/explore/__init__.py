@@ -12,8 +12,10 @@ from .library import LIBRARY
 from .scenario import Op, Scenario
 from .strategies import (
     DfsStrategy,
+    DporStrategy,
     DrawnStrategy,
     PctStrategy,
+    ProofStrategy,
     RandomStrategy,
     ReplayStrategy,
     ScheduleDiverged,
@@ -23,12 +25,14 @@ from .strategies import (
 __all__ = [
     "LIBRARY",
     "DfsStrategy",
+    "DporStrategy",
     "DrawnStrategy",
     "Execution",
     "ExplorationFailed",
     "Failure",
     "Op",
     "PctStrategy",
+    "ProofStrategy",
     "RandomStrategy",
     "ReplayStrategy",
     "Report",

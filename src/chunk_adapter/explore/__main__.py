@@ -2,6 +2,7 @@
 
     python -m chunk_adapter.explore list
     python -m chunk_adapter.explore run q5-cleanup-inflight-get --strategy dfs --bound 2
+    python -m chunk_adapter.explore run q7-stop-idle --prove     # every trace, or a counterexample
     python -m chunk_adapter.explore replay q5-cleanup-inflight-get '1:9:a3b2c4' \\
         --adapter mypkg.adapter:make
     python -m chunk_adapter.explore run pipeline/q5-cleanup-inflight-get \\
@@ -11,8 +12,9 @@ Adapters are controlled as ``chunk-adapter verify`` controls them: white-box
 when they use the ``runtime=`` they are given, else every thread they start
 through ``threading`` (``--substitute`` adds modules the explorer must watch).
 
-Exit status 0: no failure; 1: a failure (printed with its trace and replay
-string); 2: bad arguments.
+Exit status 0: no failure (``--prove``: "verified: N traces, complete" when the
+proof finished, else "not proved"); 1: a failure (printed with its trace and
+replay string); 2: bad arguments.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ from typing import Any
 from ..factory import REFERENCE, load_factory
 from .explorer import describe, explore, replay
 from .library import LIBRARY, scenario
-from .strategies import DfsStrategy, PctStrategy, RandomStrategy, Strategy
+from .strategies import (
+    DfsStrategy,
+    DporStrategy,
+    PctStrategy,
+    ProofStrategy,
+    RandomStrategy,
+    Strategy,
+)
 from .trace import format_trace
 
 __all__ = ["main"]
@@ -46,7 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         if name == "replay":
             p.add_argument("schedule", help="the replay string from a failure report")
         else:
-            p.add_argument("--strategy", choices=("dfs", "pct", "random"), default="dfs")
+            p.add_argument("--strategy", choices=("dfs", "dpor", "pct", "random"), default="dfs")
+            p.add_argument(
+                "--prove",
+                action="store_true",
+                help="explore every Mazurkiewicz trace (DPOR, no preemption bound) and say "
+                "'verified: N traces, complete', or show the counterexample",
+            )
             p.add_argument("--bound", type=int, default=2, help="DFS preemption bound")
             p.add_argument("--seed", type=int, default=0, help="PCT/random seed")
             p.add_argument("--depth", type=int, default=3, help="PCT depth")
@@ -64,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _strategy(args: argparse.Namespace) -> Strategy:
+    if args.prove:
+        return ProofStrategy()
+    if args.strategy == "dpor":
+        return DporStrategy()
     if args.strategy == "dfs":
         return DfsStrategy(preemption_bound=args.bound)
     if args.strategy == "pct":

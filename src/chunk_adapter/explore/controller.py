@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Callable
 
 from . import real
+from .footprint import Footprint, merge
 from .tasks import Aborted, ExplorerMisuse, Failure, Scheduler, Step, Task, TaskState
 
 __all__ = [
@@ -31,11 +32,21 @@ __all__ = [
     "Controller",
     "ExplorerMisuse",
     "Failure",
+    "Pruned",
     "Scheduler",
     "Step",
     "Task",
     "TaskState",
 ]
+
+
+class Pruned(Exception):
+    """Raised by a strategy's ``next_task`` to end the execution early without a verdict:
+    everything it could still reach was explored already (DPOR's sleep-set blocking)."""
+
+
+def _no_touch(key: object, mode: str) -> None:
+    """:meth:`Controller.touch` when no strategy asks for footprints."""
 
 
 class Controller:
@@ -91,6 +102,25 @@ class Controller:
         # Called on the driver when the execution is over, before it is frozen (the
         # explorer scans for threads it does not run there).
         self.before_finish: Callable[[], None] | None = None
+        # Footprints (DPOR): when the scheduler has observe(tid, footprint), every step's
+        # touched objects are collected in _fp and handed over when the step ends.
+        self._observe: Callable[[int, Footprint], None] | None = getattr(scheduler, "observe", None)
+        self.tracking = self._observe is not None
+        self.every_step = every_step or self.tracking  # DPOR follows every step
+        self.touch: Callable[[object, str], None] = self._touch if self.tracking else _no_touch
+        self._fp: Footprint = {}
+        self._serial = 0
+        self.pruned = False  # the strategy ended the execution early (Pruned): no verdict
+        self.opaque = False  # state outside any footprint: every step conflicts (set by run_once)
+
+    def _touch(self, key: object, mode: str) -> None:
+        """The running step touched *key* in *mode* (``r``, ``w``, ``c``): see .footprint."""
+        merge(self._fp, key, mode)
+
+    def new_serial(self) -> int:
+        """A number for an object made in this execution (same order, same number)."""
+        self._serial += 1
+        return self._serial
 
     # -- the driver side -------------------------------------------------
 
@@ -162,6 +192,7 @@ class Controller:
         baton.acquire()
         task = Task(len(self.tasks), name, baton)
         self.tasks.append(task)
+        self.touch(("task", task.tid), "w")
         body = functools.partial(self._body, task, target, is_main)
         if thread is None:
             thread = real.Thread(target=body, name=name, daemon=True)
@@ -177,6 +208,9 @@ class Controller:
         self._by_ident[ident] = task
         self.idents.add(ident)
         task.baton.acquire()
+        # A read: ordered after the spawn (a write), but not against join and is_alive,
+        # which see no difference between a thread that has not run yet and one running.
+        self.touch(("task", task.tid), "r")
         try:
             if not self._aborting:
                 target()
@@ -194,6 +228,7 @@ class Controller:
             self._by_ident.pop(ident, None)
         if is_main:
             self.main_done = True
+        self.touch(("task", task.tid), "w")
         task.state = TaskState.FINISHED
         for joiner in task.joiners:
             self.wake(joiner, "joined")
@@ -280,6 +315,11 @@ class Controller:
 
     def _reschedule(self, me: Task) -> None:
         self.handoffs += 1
+        if self._observe is not None and not self._frozen:
+            fp, self._fp = self._fp, {}
+            if self.opaque:
+                fp[("opaque",)] = "w"
+            self._observe(me.tid, fp)
         nxt = self._pick(me)
         if nxt is me:
             return
@@ -325,10 +365,22 @@ class Controller:
         if len(runnable) == 1 and not self.every_step:
             return runnable[0]
         current = me.tid if me.state is TaskState.RUNNABLE else None
+        offered = runnable
+        if self.tracking:
+            # DPOR: a task about to acquire a lock another task holds would only block;
+            # running it first adds a step and a race, never a behaviour.
+            offered = [t for t in runnable if t.wants is None or t.wants.owner in (None, t)]
+            offered = offered or runnable
+            if current is not None and self.tasks[current] not in offered:
+                current = None
         try:
-            tid = self.scheduler.next_task([t.tid for t in runnable], current)
+            tid = self.scheduler.next_task([t.tid for t in offered], current)
         except AssertionError as exc:  # ScheduleDiverged: must not reach the adapter's code
             self._fail("diverged", str(exc))
+            return None
+        except Pruned:
+            self.pruned = True
+            self._done.set()
             return None
         if len(runnable) > 1:
             self._decide(("t", tid))

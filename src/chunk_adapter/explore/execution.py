@@ -25,6 +25,7 @@ from ..factory import reference_factory
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
+from .footprint import HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
 from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
@@ -72,6 +73,23 @@ class Setup:
     wrap: Callable[[Any, History], Any] | None = None  # e.g. oracles.RecordedAdapter
     control: Control | None = None
     """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
+    memo: dict[Any, Any] = field(default_factory=dict)
+    """What executions of this run ask of the factory's signature, asked once."""
+
+    def takes(self, name: str) -> bool:
+        """:func:`_takes` of the factory, remembered (``inspect.signature`` is slow)."""
+        key = ("takes", name)
+        if key not in self.memo:
+            self.memo[key] = _takes(self.factory, name)
+        return bool(self.memo[key])
+
+    def put_tries(self, options: dict[str, Any]) -> int | None:
+        """:func:`_put_tries` of the factory with *options*, remembered."""
+        key = ("put_tries", options.get("put_tries"))
+        if key not in self.memo:
+            self.memo[key] = _put_tries(self.factory, options)
+        value = self.memo[key]
+        return None if value is None else int(value)
 
 
 @dataclass
@@ -99,6 +117,8 @@ class Execution:
     """``id(BuildCall) -> role`` of the member whose builder recorded it."""
     mode: str = "white-box"
     """How the adapters were controlled: ``"white-box"`` or ``"substitution"``."""
+    pruned: bool = False
+    """The strategy ended it early as redundant (DPOR): not checked, not a trace."""
 
     @property
     def ok(self) -> bool:
@@ -166,7 +186,7 @@ def run_once(
         m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
     quiescent_at: list[int | None] = [None]
-    options = {k: v for k, v in scenario.options.items() if _takes(setup.factory, k)}
+    options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     def main() -> None:
@@ -175,7 +195,7 @@ def run_once(
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
-            if "logger" not in kwargs and _takes(setup.factory, "logger"):
+            if "logger" not in kwargs and setup.takes("logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
             adapter = setup.factory(
                 connector,
@@ -185,6 +205,8 @@ def run_once(
                 **kwargs,
             )
             _name_primitives(adapter, "" if len(layout) == 1 else f"{m.role}.")
+            if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
+                ctl.opaque = True  # state DPOR cannot see: every step conflicts
             target = setup.wrap(adapter, history) if setup.wrap is not None else adapter
             if len(layout) > 1 and hasattr(target, "name"):
                 target.name = m.role  # RecordedAdapter: records say which member was called
@@ -217,12 +239,13 @@ def run_once(
         failures=list(ctl.failures),
         cut=quiescent_at[0],
         options=options,
-        put_tries=_put_tries(setup.factory, options),
+        put_tries=setup.put_tries(options),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
         build_roles=build_roles,
         mode=setup.control.mode if setup.control else "white-box",
+        pruned=ctl.pruned,
     )
-    if execution.ok and setup.checker is not None:
+    if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(
             Failure("violation", message) for message in setup.checker(execution)
         )
@@ -259,6 +282,9 @@ def _apply(
     builders: dict[str, GatedBuilder],
 ) -> None:
     kind = op.kind
+    if ctl.tracking:  # DPOR's footprints: the call is recorded, faults are armed
+        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        ctl.touch(("faults", kind[5:]) if kind.startswith("fail_") else HIST_ALL, "r")
     if kind == "fail_put" or kind == "fail_get":
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
     elif kind == "fail_build":
@@ -268,6 +294,10 @@ def _apply(
         _settle(ctl, runtime, scenario)
     else:
         call(op, adapters, ctl.note)
+    if ctl.tracking:
+        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        if kind.startswith("fail_"):
+            ctl.touch(("faults", kind[5:]), "w")
 
 
 def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> None:
@@ -282,6 +312,7 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
                 f"(progress counter {ctl.progress}); something keeps putting or building"
             )
         runtime.sleep(quantum)
+        ctl.touch(PROGRESS, "r")
         if ctl.progress != seen:
             seen, last_change = ctl.progress, ctl.now
 

@@ -46,6 +46,21 @@ class Report:
     factory_spec: str
     saved_to: str | None = None
     """The file the failure report was written to (``save_failure=True``)."""
+    traces: int | None = None
+    """DPOR: executions run to their end, one per Mazurkiewicz trace (others were pruned)."""
+    proof: bool = False
+    """Run under :class:`ProofStrategy`: ``complete`` means every trace was checked."""
+
+    @property
+    def verdict(self) -> str:
+        """``"verified: N traces, complete"`` for a finished proof; else what happened."""
+        if self.failure is not None:
+            return "FAILED"
+        if self.proof:
+            if self.complete:
+                return f"verified: {self.traces} traces, complete"
+            return f"not proved: {self.traces} traces explored, incomplete"
+        return "complete" if self.complete else "no failure"
 
     @property
     def ok(self) -> bool:
@@ -56,9 +71,8 @@ class Report:
         return self.executions / self.seconds if self.seconds > 0 else float("inf")
 
     def summary(self) -> str:
-        verdict = "FAILED" if self.failure else ("complete" if self.complete else "no failure")
         return (
-            f"{self.scenario.name} under {self.strategy}: {verdict} after "
+            f"{self.scenario.name} under {self.strategy}: {self.verdict} after "
             f"{self.executions} executions in {self.seconds:.2f} s "
             f"({self.per_second:.0f}/s)"
         )
@@ -182,6 +196,8 @@ def explore(
         complete,
         failure,
         _factory_spec(factory),
+        traces=getattr(strategy, "traces", None),
+        proof=bool(getattr(strategy, "proof", False)),
     )
     if failure is not None and save_failure:
         report.saved_to = _save(report)

@@ -37,7 +37,7 @@ from .scenario import (
     stop,
 )
 
-__all__ = ["LIBRARY", "VERIFY", "scenario"]
+__all__ = ["LIBRARY", "PROVE", "VERIFY", "scenario"]
 
 _ALL = [
     Scenario(
@@ -168,6 +168,21 @@ LIBRARY: dict[str, Scenario] = {s.name: s for s in _LOOPBACKS + _PIPELINES}
 
 VERIFY: tuple[str, ...] = (*(s.name for s in _PIPELINES), "q5-cleanup-inflight-get")
 """What ``chunk-adapter verify`` explores: every pipeline scenario, and one loopback."""
+
+
+PROVE: tuple[str, ...] = (
+    "q7-stop-wakes-save",
+    "q6-idle-event-driven",
+    "q7-stop-idle",
+    "q7-stop-event-driven",
+    "q3-build-failure",
+    "q1-save-snapshot-enqueue",
+    "q2-id-advances-on-put",
+    "q3-none-and-cancelled-final",
+)
+"""What ``chunk-adapter verify`` tries to prove (every trace, :class:`ProofStrategy`) after
+its seeded runs, when the time allows: loopback scenarios small enough to finish, the
+cheapest first (the ``ci`` profile proves the first three, ``hunt`` all)."""
 
 
 def scenario(name: str) -> Scenario:

@@ -42,13 +42,18 @@ class ControlledLock:
     def __init__(self, ctl: Controller, name: str) -> None:
         self._ctl = ctl
         self.name = name
+        self.key = ("lock", ctl.new_serial())  # what DPOR's footprints call it
         self.owner: Task | None = None
         self._waiters: list[Task] = []
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         ctl = self._ctl
-        ctl.switch_point(f"acquire {self.name}")
         me = ctl.me()
+        if blocking and timeout != 0:
+            me.wants = self
+        ctl.switch_point(f"acquire {self.name}")
+        me.wants = None
+        ctl.touch(self.key, "w")
         deadline = _deadline(ctl, timeout) if blocking else None
         while self.owner is not None:
             if self.owner is me and not self._reentrant():
@@ -57,6 +62,7 @@ class ControlledLock:
                 return False
             self._waiters.append(me)
             ctl.block(f"acquire {self.name} (held by {self.owner.name!r})", deadline)
+            ctl.touch(self.key, "w")
             if me in self._waiters:
                 self._waiters.remove(me)
         self._take(me)
@@ -76,12 +82,14 @@ class ControlledLock:
         self._release_fully()
 
     def _release_fully(self) -> None:
+        self._ctl.touch(self.key, "w")
         self.owner = None
         waiters, self._waiters = self._waiters, []
         for task in waiters:
             self._ctl.wake(task, "lock released")
 
     def locked(self) -> bool:
+        self._ctl.touch(self.key, "r")
         return self.owner is not None
 
     def __enter__(self) -> bool:
@@ -110,6 +118,7 @@ class ControlledRLock(ControlledLock):
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         me = self._ctl.me()
         if self.owner is me:
+            self._ctl.touch(self.key, "w")
             self.count += 1
             return True
         return super().acquire(blocking, timeout)
@@ -145,6 +154,7 @@ class ControlledCondition:
         self._ctl = ctl
         self.lock = lock
         self.name = name
+        self.key = ("cond", ctl.new_serial())
         self._waiters: list[Task] = []
 
     def __enter__(self) -> bool:
@@ -167,6 +177,7 @@ class ControlledCondition:
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl
         ctl.switch_point(f"wait {self.name} timeout={timeout}")
+        ctl.touch(self.key, "w")
         me = self._check_owner("wait")
         if timeout is not None and timeout <= 0:
             return False  # a zero wait: nobody can notify in between (the switch point was it)
@@ -178,9 +189,12 @@ class ControlledCondition:
         if me in self._waiters:
             self._waiters.remove(me)
         # Re-acquire without a switch point of its own: the wake-up was the choice.
+        ctl.touch(self.key, "w")
+        ctl.touch(self.lock.key, "w")
         while self.lock.owner is not None:
             self.lock._waiters.append(me)
             ctl.block(f"re-acquire {self.lock.name} after {self.name}", None)
+            ctl.touch(self.lock.key, "w")
             if me in self.lock._waiters:
                 self.lock._waiters.remove(me)
         self.lock._take(me)
@@ -204,6 +218,7 @@ class ControlledCondition:
 
     def notify(self, n: int = 1) -> None:
         self._ctl.switch_point(f"notify {self.name}")
+        self._ctl.touch(self.key, "w")
         self._check_owner("notify")
         woken, self._waiters = self._waiters[:n], self._waiters[n:]
         for task in woken:
@@ -222,11 +237,13 @@ class ControlledEvent:
     def __init__(self, ctl: Controller, name: str) -> None:
         self._ctl = ctl
         self.name = name
+        self.key = ("event", ctl.new_serial())
         self._flag = False
         self._waiters: list[Task] = []
 
     def set(self) -> None:
         self._ctl.switch_point(f"set {self.name}")
+        self._ctl.touch(self.key, "w")
         self._flag = True
         waiters, self._waiters = self._waiters, []
         for task in waiters:
@@ -234,20 +251,24 @@ class ControlledEvent:
 
     def clear(self) -> None:
         self._ctl.switch_point(f"clear {self.name}")
+        self._ctl.touch(self.key, "w")
         self._flag = False
 
     def is_set(self) -> bool:
         self._ctl.switch_point(f"is_set {self.name}")
+        self._ctl.touch(self.key, "r")
         return self._flag
 
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl
         ctl.switch_point(f"wait {self.name} timeout={timeout}")
+        ctl.touch(self.key, "r")
         if self._flag or (timeout is not None and timeout <= 0):
             return self._flag
         me = ctl.me()
         self._waiters.append(me)
         ctl.block(f"wait {self.name}", _deadline(ctl, timeout))
+        ctl.touch(self.key, "r")
         if me in self._waiters:
             self._waiters.remove(me)
         return self._flag
@@ -274,6 +295,9 @@ class ControlledThread:
     def join(self, timeout: float | None = None) -> None:
         ctl = self._ctl
         ctl.switch_point(f"join {self.name!r} timeout={timeout}")
+        # No footprint here: a join just before the thread's exit blocks and is woken
+        # by it, one just after returns at once, at the same virtual time — the same
+        # state, so DPOR need not run both. What follows a wake-up reads the task.
         deadline = _deadline(ctl, timeout)
         me = ctl.me()
         while self._task.state is not TaskState.FINISHED:
@@ -281,11 +305,13 @@ class ControlledThread:
                 return
             self._task.joiners.append(me)
             ctl.block(f"join {self.name!r}", deadline)
+            ctl.touch(("task", self._task.tid), "r")
             if me in self._task.joiners:
                 self._task.joiners.remove(me)
 
     def is_alive(self) -> bool:
         self._ctl.switch_point(f"is_alive {self.name!r}")
+        self._ctl.touch(("task", self._task.tid), "r")
         return self._task.state is not TaskState.FINISHED
 
     def __repr__(self) -> str:

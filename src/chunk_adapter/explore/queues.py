@@ -27,6 +27,7 @@ class ControlledSimpleQueue:
     def __init__(self, ctl: Controller, name: str) -> None:
         self._ctl = ctl
         self.name = name
+        self.key = ("queue", ctl.new_serial())  # what DPOR's footprints call it
         self._items: deque[Any] = deque()
         self._getters: list[Task] = []  # tasks blocked in get(); a put wakes them all
 
@@ -38,6 +39,7 @@ class ControlledSimpleQueue:
             self._items.append(item)
             return
         ctl.switch_point(f"put {self.name}")
+        ctl.touch(self.key, "w")
         self._items.append(item)
         getters, self._getters = self._getters, []
         for task in getters:
@@ -49,6 +51,7 @@ class ControlledSimpleQueue:
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         ctl = self._ctl
         ctl.switch_point(f"get {self.name} timeout={timeout}")
+        ctl.touch(self.key, "w")
         if timeout is not None and timeout < 0:
             raise ValueError(f"'timeout' must be a non-negative number, got {timeout!r}")
         deadline = None if timeout is None else ctl.now + timeout
@@ -58,6 +61,7 @@ class ControlledSimpleQueue:
                 raise queue.Empty
             self._getters.append(me)
             ctl.block(f"get {self.name}", deadline)
+            ctl.touch(self.key, "w")
             if me in self._getters:
                 self._getters.remove(me)
         return self._items.popleft()
@@ -68,11 +72,13 @@ class ControlledSimpleQueue:
     def empty(self) -> bool:
         if self._ctl.is_task():
             self._ctl.switch_point(f"empty {self.name}")
+            self._ctl.touch(self.key, "r")
         return not self._items
 
     def qsize(self) -> int:
         if self._ctl.is_task():
             self._ctl.switch_point(f"qsize {self.name}")
+            self._ctl.touch(self.key, "r")
         return len(self._items)
 
     def __repr__(self) -> str:

@@ -31,6 +31,7 @@ from .controller import Failure
 from .execution import Execution
 from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
+from .proofs import prove_stage
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
@@ -93,6 +94,17 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             if index + 1 < len(plan) and result.verdict != "fail":
                 yield _not_started(plan[index + 1 :], runs, control)
             return
+    # Then, when the profile and the deadline allow, proofs of the small scenarios.
+    yield from prove_stage(
+        factory,
+        ctx,
+        _scenario_rules,
+        lambda report, label, wall: _judge(
+            report, label, report.executions, control, ctx, wall, factory
+        ),
+        substitute,
+        RESERVE,
+    )
 
 
 def _share(left: float, remaining: int, took: list[float]) -> float:

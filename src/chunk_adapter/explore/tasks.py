@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import real
 
@@ -68,6 +68,9 @@ class Task:
     deadline: float | None = None
     wake_reason: str = ""
     joiners: list[Task] = field(default_factory=list)
+    wants: Any = None
+    """The lock this task is about to acquire, blocking (DPOR does not run it while another
+    task holds that lock: the attempt would only block)."""
 
     def __repr__(self) -> str:
         return f"Task({self.tid}, {self.name!r}, {self.state.value})"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..connectors.base import Connector, ConnectorWrapper
+from ..connectors.base import Connector, ConnectorWrapper, Subscribe, subscription
 from .controller import Controller
+from .footprint import HIST_ALL, PROGRESS, hist, request_of
 
 __all__ = ["ExplorerBuilder", "ExplorerConnector"]
 
@@ -29,27 +30,70 @@ class ExplorerConnector(ConnectorWrapper):
     def __init__(self, inner: Connector, ctl: Controller) -> None:
         super().__init__(inner)
         self._ctl = ctl
+        # A get that removes what it returns writes its key (DPOR's footprints); unknown: it does.
+        self._get_mode = "w"
+        probe: Any = inner
+        while probe is not None:
+            if hasattr(probe, "consume_on_get"):
+                self._get_mode = "w" if probe.consume_on_get else "r"
+                break
+            probe = getattr(probe, "inner", None)
+
+    def _touch(self, key: str, mode: str, faults: str) -> None:
+        touch = self._ctl.touch
+        touch(("key", key), mode)
+        touch(("faults", faults), "r")  # an injected fault armed for any key may fire here
+        touch(hist(request_of(key)), "w")  # the history records it
+        touch(HIST_ALL, "r")
+
+    @property
+    def subscribe(self) -> Subscribe:
+        inner = subscription(self.inner)
+        if inner is None:
+            raise AttributeError(f"{self.inner!r} offers no subscribe (it is polled)")
+        touch = self._ctl.touch
+
+        def subscribe(callback: Any) -> Any:
+            touch(("subscribers",), "w")  # puts call back whoever subscribed before them
+            unsubscribe = inner(callback)
+
+            def unsubscribed() -> None:
+                touch(("subscribers",), "w")
+                unsubscribe()
+
+            return unsubscribed
+
+        return subscribe
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         ctl = self._ctl
         ctl.switch_point(f"put {key} {_short(value)}")
         ctl.progress += 1
+        if ctl.tracking:
+            self._touch(key, "w", "put")
+            ctl.touch(PROGRESS, "c")
+            ctl.touch(("subscribers",), "r")
         try:
             self.inner.put(key, value)
         except Exception as exc:
+            ctl.touch(("faults", "put"), "w")
             ctl.note(f"  put {key} raised {exc!r}")
             raise
 
     def get(self, key: str) -> dict[str, Any] | None:
         ctl = self._ctl
         ctl.switch_point(f"get {key}")
+        if ctl.tracking:
+            self._touch(key, self._get_mode, "get")
         try:
             value = self.inner.get(key)
         except Exception as exc:
+            ctl.touch(("faults", "get"), "w")
             ctl.note(f"  get {key} raised {exc!r}")
             raise
         if value is not None:
             ctl.progress += 1
+            ctl.touch(PROGRESS, "c")
             ctl.note(f"  get {key} -> {_short(value)}")
         return value
 
@@ -65,6 +109,9 @@ class ExplorerBuilder:
         ctl = self._ctl
         ctl.switch_point(f"build_payload({request_id!r}, {_short(snapshot, 30)}, {is_final})")
         ctl.progress += 1
+        ctl.touch(hist(request_id), "w")  # recorded; a fail_build for it may fire
+        ctl.touch(HIST_ALL, "r")
+        ctl.touch(PROGRESS, "c")
         try:
             return self.inner(request_id, snapshot, is_final)
         except Exception as exc:

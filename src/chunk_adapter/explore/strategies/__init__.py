@@ -2,6 +2,7 @@
 
 from .base import Strategy
 from .dfs import DfsStrategy
+from .dpor import DporStrategy, ProofStrategy
 from .drawn import DrawnStrategy
 from .pct import PctStrategy
 from .replay import ReplayStrategy, ScheduleDiverged
@@ -9,8 +10,10 @@ from .uniform import RandomStrategy
 
 __all__ = [
     "DfsStrategy",
+    "DporStrategy",
     "DrawnStrategy",
     "PctStrategy",
+    "ProofStrategy",
     "RandomStrategy",
     "ReplayStrategy",
     "ScheduleDiverged",

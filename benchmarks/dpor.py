@@ -1,0 +1,114 @@
+"""DFS (preemption bound 2) against DPOR, and the time to the first bug under each strategy.
+
+Part 1, for each library scenario (the loopback forms; ``--pipelines`` adds the
+``pipeline/`` ones) on the reference adapter: executions, seconds and whether
+the exploration completed, under ``DfsStrategy(preemption_bound=2)`` and under
+``DporStrategy()`` (no preemption bound), each cut at ``--budget`` seconds.
+
+Part 2, for every race-only broken adapter of tests/quality/broken_explore.py
+on the scenario that exposes it: the execution and the seconds at which PCT
+(seed 0), random (seed 0), DFS (bound 2) and DPOR first fail, or "-" when the
+budget ran out first. Part 3: executions per second of the controlled runtime
+on one scenario under random schedules (the same run, every strategy's cost).
+
+    python benchmarks/dpor.py                       # 60 s per run
+    python benchmarks/dpor.py --budget 20 --only q7-stop-idle
+    python benchmarks/dpor.py --part 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "quality"))
+
+import broken_explore as broken
+
+from chunk_adapter.explore import (
+    LIBRARY,
+    DfsStrategy,
+    DporStrategy,
+    PctStrategy,
+    RandomStrategy,
+    Report,
+    Strategy,
+    explore,
+)
+
+BUGS = [
+    ("NoTokenCheck", "q5-cleanup-inflight-get"),
+    ("SplitPoll", "q4-receiver-finished"),
+    ("LostWakeup", "q7-stop-wakes-save"),
+    ("LostWakeup", "q1-save-snapshot-enqueue"),
+    ("WaitNotInLoop", "q7-stop-idle"),
+    ("TwoSaveThreads", "q1-save-snapshot-enqueue"),
+]
+STRATEGIES: list[tuple[str, Callable[[], Strategy]]] = [
+    ("PCT", lambda: PctStrategy(seed=0, executions=1_000_000)),
+    ("random", lambda: RandomStrategy(seed=0, executions=1_000_000)),
+    ("DFS pb=2", lambda: DfsStrategy(preemption_bound=2)),
+    ("DPOR", DporStrategy),
+]
+
+
+def _cell(report: Report) -> str:
+    state = "complete" if report.complete else ("FAILED" if report.failure else "cut")
+    return f"{report.executions:>7} {report.seconds:7.1f} s {state:>8}"
+
+
+def part1(budget: float, only: str | None, pipelines: bool) -> None:
+    print("| scenario | DFS pb=2: executions, s, complete? | DPOR: executions, s, complete? |")
+    print("|---|---|---|")
+    for name, scenario in LIBRARY.items():
+        if (only and name != only) or (name.startswith("pipeline/") and not pipelines):
+            continue
+        dfs = explore(scenario, DfsStrategy(preemption_bound=2), time_budget=budget)
+        dpor = explore(scenario, DporStrategy(), time_budget=budget)
+        print(f"| `{name}` | {_cell(dfs)} | {_cell(dpor)} |", flush=True)
+
+
+def part2(budget: float) -> None:
+    print("| broken adapter | scenario | " + " | ".join(n for n, _ in STRATEGIES) + " |")
+    print("|---|---|" + "---|" * len(STRATEGIES))
+    for adapter, name in BUGS:
+        cells = []
+        for _, make in STRATEGIES:
+            report = explore(
+                LIBRARY[name], make(), factory=broken.BROKEN[adapter], time_budget=budget
+            )
+            if report.failure is not None:
+                cells.append(f"execution {report.executions}, {report.seconds:.2f} s")
+            else:
+                state = "complete, not found" if report.complete else "not found"
+                cells.append(f"{state} ({report.executions}, {report.seconds:.0f} s)")
+        print(f"| `{adapter}` | `{name}` | " + " | ".join(cells) + " |", flush=True)
+
+
+def part3(runs: int) -> None:
+    for name in ("q5-cleanup-inflight-get", "pipeline/q5-cleanup-inflight-get"):
+        report = explore(LIBRARY[name], RandomStrategy(seed=0, executions=runs))
+        print(f"{name}: {report.per_second:.0f} executions/s (random, {runs} executions)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per run")
+    parser.add_argument("--only", default=None, help="one library scenario (part 1)")
+    parser.add_argument("--pipelines", action="store_true", help="part 1: pipelines too")
+    parser.add_argument("--part", type=int, choices=(1, 2, 3), default=None)
+    parser.add_argument("--runs", type=int, default=300, help="part 3: executions")
+    args = parser.parse_args()
+    if args.part in (None, 1):
+        part1(args.budget, args.only, args.pipelines)
+    if args.part in (None, 2):
+        part2(args.budget)
+    if args.part in (None, 3):
+        part3(args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

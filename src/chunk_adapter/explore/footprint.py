@@ -1,0 +1,194 @@
+"""What one step touched, and when two steps conflict: the dependency relation of DPOR.
+
+A *step* is what one task does from the moment the controller lets it run until
+it next comes back (a switch point, a block, its exit). While a strategy asks
+for footprints (:class:`~.strategies.dpor.DporStrategy`), every operation the
+explorer controls notes the object it touched and how (:meth:`Controller.touch`):
+
+====================  =================================================  ======
+object                who touches it                                     mode
+====================  =================================================  ======
+a lock                acquire (also a blocked try), release, a wait's     w
+                      release and re-acquire
+a condition           wait, notify                                       w
+an event              set, clear / is_set, wait                          w / r
+a task                its start, its first step, its exit / join,        w / r
+                      is_alive
+a queue               put, get / empty, qsize                            w / r
+a connector key       put / get (a consuming get: w)                     w / r
+injected faults       a put or get that raised / any put or get, the      w / r
+                      scenario arming one
+the history of a      every recorded call, put, get and build of that    w
+request               request (``poll``/``stop``: every request's)
+the progress counter  puts, builds, values got / ``settle()`` reading     c / r
+an adapter attribute  read of an immutable value / anything else         r / w
+====================  =================================================  ======
+
+Two footprints *conflict* when they share an object and their modes are not
+both ``r`` nor both ``c`` (increments commute). Steps that conflict are
+ordered by DPOR in every way; steps that do not are explored in one order only.
+
+The adapter's own state is seen through its instance attributes
+(:func:`watch_state`: the instance gets a subclass that notes every read and
+write of an attribute in its ``__dict__``). Reading an attribute that holds a
+mutable value (a list, a dict, a deque) counts as a write, since the step may
+mutate it. State the explorer cannot see — module globals, closures, objects
+kept in locals across switch points — is not in any footprint: DPOR assumes it
+is not shared between threads (see docs/explorer.md, Limitations).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "HIST_ALL",
+    "PROGRESS",
+    "Footprint",
+    "conflict",
+    "request_of",
+    "unwatch_state",
+    "watch_state",
+]
+
+Footprint = dict[Any, str]
+"""object key -> mode: ``"r"`` read, ``"w"`` write, ``"c"`` commuting increment."""
+
+PROGRESS = ("progress",)
+HIST_ALL = ("hist", "*")
+"""Every request's history: ``poll()`` and ``stop()`` write it; every per-request
+record reads it, so the two conflict while records of different requests do not."""
+
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), frozenset, range)
+
+
+def merge(fp: Footprint, key: Any, mode: str) -> None:
+    """Add *key* touched in *mode* to *fp* (two different modes make a write)."""
+    old = fp.get(key)
+    if old is None:
+        fp[key] = mode
+    elif old != mode:
+        fp[key] = "w"
+
+
+def conflict(a: Footprint, b: Footprint) -> bool:
+    """Whether two steps with these footprints may not commute."""
+    if len(b) < len(a):
+        a, b = b, a
+    for key, mode in a.items():
+        other = b.get(key)
+        if other is not None and (mode == "w" or other == "w" or mode != other):
+            return True
+    return False
+
+
+def request_of(key: str) -> str:
+    """The request id of a connector key ``<request>_<stage>_<chunk>``; ``"*"`` if not one."""
+    parts = key.rsplit("_", 2)
+    if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        return parts[0]
+    return "*"
+
+
+def hist(request_id: str | None) -> tuple[str, str]:
+    return HIST_ALL if not request_id or request_id == "*" else ("hist", request_id)
+
+
+# -- the adapter's own attributes ----------------------------------------------
+
+_WATCHED: dict[type, type] = {}
+_SKIP_TYPES: tuple[type, ...] = ()
+
+
+def _skip_types() -> tuple[type, ...]:
+    """Values whose operations are switch points of their own (noted there)."""
+    global _SKIP_TYPES
+    if not _SKIP_TYPES:
+        import logging
+
+        from ..connectors.base import ConnectorWrapper
+        from .primitives import (
+            ControlledCondition,
+            ControlledEvent,
+            ControlledLock,
+            ControlledRuntime,
+            ControlledThread,
+        )
+        from .queues import ControlledSimpleQueue
+        from .wrappers import ExplorerBuilder
+
+        _SKIP_TYPES = (
+            ControlledLock,
+            ControlledCondition,
+            ControlledEvent,
+            ControlledThread,
+            ControlledRuntime,
+            ControlledSimpleQueue,
+            ConnectorWrapper,
+            ExplorerBuilder,
+            logging.Logger,
+        )
+    return _SKIP_TYPES
+
+
+def _watched_class(cls: type) -> type:
+    made = _WATCHED.get(cls)
+    if made is not None:
+        return made
+    skip = _skip_types()
+    get = object.__getattribute__
+    setattr_of: Any = cls.__setattr__
+
+    def __getattribute__(self: Any, name: str) -> Any:
+        value = get(self, name)
+        state = get(self, "__dict__")
+        if name in state and name != "__chunk_adapter_watch__":
+            watch = state.get("__chunk_adapter_watch__")
+            if watch is not None and not isinstance(value, skip):
+                ctl, serial = watch
+                mode = "r" if isinstance(value, _IMMUTABLE) or callable(value) else "w"
+                ctl.touch(("attr", serial, name), mode)
+        return value
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        watch = get(self, "__dict__").get("__chunk_adapter_watch__")
+        if watch is not None:
+            watch[0].touch(("attr", watch[1], name), "w")
+        setattr_of(self, name, value)
+
+    made = type(
+        cls.__name__,
+        (cls,),
+        {
+            "__getattribute__": __getattribute__,
+            "__setattr__": __setattr__,
+            "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__,
+        },
+    )
+    _WATCHED[cls] = made
+    return made
+
+
+def watch_state(adapter: Any, ctl: Any) -> bool:
+    """Note every read and write of *adapter*'s instance attributes in *ctl*'s footprints.
+
+    Returns ``False`` when the instance cannot be watched (no ``__dict__``, a class
+    that forbids it): the caller must then treat every step as conflicting."""
+    try:
+        cls = type(adapter)
+        if "__getattribute__" in vars(cls) or not hasattr(adapter, "__dict__"):
+            return False
+        watched = _watched_class(cls)
+        adapter.__class__ = watched
+        adapter.__dict__["__chunk_adapter_watch__"] = (ctl, ctl.new_serial())
+    except (TypeError, AttributeError):
+        return False
+    return True
+
+
+def unwatch_state(adapter: Any) -> None:
+    """Stop noting (the execution is over; a late thread must not reach the controller)."""
+    state = getattr(adapter, "__dict__", None)
+    if isinstance(state, dict):
+        state.pop("__chunk_adapter_watch__", None)

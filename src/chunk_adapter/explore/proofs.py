@@ -1,0 +1,103 @@
+"""Proofs in ``chunk-adapter verify``: the small library scenarios explored exhaustively.
+
+After its seeded runs, the explore stage tries to *prove* the scenarios of
+:data:`~.library.PROVE` under :class:`~.strategies.ProofStrategy` (DPOR, every
+Mazurkiewicz trace), when the profile asks for it and the deadline leaves
+enough time. Each proof is one check:
+
+* ``pass``, "proved": every trace ran clean ("verified: N traces, complete");
+* ``pass``, "sampled": the proof's time ran out first. Not a failure and not
+  inconclusive — nothing was found in what ran, and the scenario's rules stay
+  covered by sampling (this keeps the stage's exit codes as they were);
+* a counterexample goes through the stage's own judgement: replayed once on a
+  fresh adapter, ``fail`` only if it fails again the same way.
+
+A last check, ``proofs``, says which rules were proved and which only sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ..factory import AdapterFactory
+from ..outcome import CheckResult, StageContext
+from .explorer import Report, explore
+from .library import LIBRARY, PROVE
+from .strategies import ProofStrategy
+
+__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "prove_stage"]
+
+PROOF_PROFILES = {"ci": 3, "hunt": len(PROVE)}
+"""How many :data:`PROVE` scenarios each profile's explore stage tries to prove (``quick``:
+none, it only samples)."""
+PROOF_SECONDS = 60.0
+"""At most this long per proof; a proof is not started with less than a third of it left."""
+
+Judge = Callable[[Report, str, float], CheckResult]
+"""The stage's judgement of a failed run: (report, label, wall timeout) -> check."""
+
+
+def prove_stage(
+    factory: AdapterFactory,
+    ctx: StageContext,
+    rules_of: Callable[[str], tuple[str, ...]],
+    judge: Judge,
+    substitute: tuple[str, ...],
+    reserve: float,
+) -> Iterator[CheckResult]:
+    """One check per :data:`PROVE` scenario that fits the deadline, then the summary."""
+    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
+    proved: dict[str, list[str]] = {}
+    sampled: dict[str, list[str]] = {}
+    for index, name in enumerate(names):
+        left = ctx.left() * (1 - reserve) - 1.0
+        budget = min(PROOF_SECONDS, left / (len(names) - index))
+        if budget < PROOF_SECONDS / 3:
+            break
+        scenario = LIBRARY[name]
+        label = f"{name} / proof"
+        ctx.announce(label)
+        wall = max(2.0, min(20.0, left / 4))
+        report = explore(
+            scenario,
+            ProofStrategy(),
+            factory=factory,
+            substitute=substitute or "auto",
+            time_budget=budget,
+            wall_timeout=wall,
+        )
+        if report.failure is not None:
+            result = judge(report, label, wall)
+            yield result
+            if result.verdict == "fail":
+                return
+            continue
+        rules = rules_of(scenario.question)
+        target = proved if report.complete else sampled
+        for rule in rules:
+            target.setdefault(rule, []).append(name)
+        if report.complete:
+            evidence = f"proved: {report.verdict} ({report.executions} executions)"
+            coverage = f"all {report.traces} traces"
+        else:
+            evidence = (
+                f"sampled, not proved: {report.traces} traces explored in {report.seconds:.0f} s "
+                "before the proof's time ran out (nothing found; give verify more time to prove it)"
+            )
+            coverage = f"{report.traces} traces (proof incomplete)"
+        yield CheckResult(
+            "explore", label, rules, "pass", evidence, seconds=report.seconds, coverage=coverage
+        )
+    if proved or sampled:
+        only_sampled = sorted(set(sampled) - set(proved))
+        yield CheckResult(
+            "explore",
+            "proofs",
+            tuple(sorted(set(proved) | set(sampled))),  # the same whatever the time allowed
+            "pass",
+            "proved (every trace of a library scenario): "
+            + (", ".join(f"{r} ({', '.join(n)})" for r, n in sorted(proved.items())) or "none")
+            + "; sampled only (PCT, random, an unfinished proof): "
+            + (", ".join(only_sampled) or "none beyond the seeded runs"),
+            coverage=f"{sum(map(len, proved.values()))} proofs",
+        )

@@ -1,0 +1,295 @@
+"""Dynamic partial-order reduction: source sets with sleep sets (Abdulla et al. 2014).
+
+DFS runs every order of every step. Two steps that touch nothing in common (a
+RECV thread's ``get r_0_1`` and the SAVE thread's ``acquire _send_lock``) give
+the same result in either order, so running both orders is waste; DPOR runs
+one order of each such pair and every order of the steps that *conflict*
+(:mod:`..footprint` says which: same lock, condition, event, task, queue,
+connector key, request history, adapter attribute). Each execution explores one
+*Mazurkiewicz trace* (an equivalence class of schedules under swapping adjacent
+independent steps); the exploration is complete when every trace was run.
+
+How (stateless, like DFS: executions are replayed from the start):
+
+* The controller hands over each step's footprint when the step ends
+  (``observe``); the strategy asks at every step (``every_step``).
+* After an execution, every *race* — two conflicting steps of different tasks
+  with no happens-before path between them except their own conflict — adds,
+  at the state before the first step, a task that starts a reordering of the
+  two (an *initial* of the steps after it that do not depend on it, followed by
+  the second step) unless one is already planned there: the *source set*.
+* *Sleep sets*: a task whose step from a state was explored already sleeps in
+  the branches explored after it until a step that conflicts with it runs. An
+  execution where every runnable task sleeps is redundant and ends at once
+  (``Pruned``: counted, never checked).
+
+It is sound for what the explorer controls, as DFS with no preemption bound is:
+the test ``tests/explore/test_dpor.py`` checks it reaches the verdicts DFS
+reaches. It is unbounded: a proof (:class:`ProofStrategy`) covers every trace of
+the scenario, up to its own bounds (its script, ``settle`` limit and
+``max_steps``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..controller import Pruned
+from ..footprint import Footprint, conflict
+from .base import Strategy
+from .replay import ScheduleDiverged
+
+__all__ = ["DporStrategy", "ProofStrategy"]
+
+
+@dataclass
+class _Node:
+    """A state where the strategy chose: who could run, who sleeps, what is planned."""
+
+    runnable: tuple[int, ...]
+    sleep: dict[int, Footprint]  # task -> the footprint of its (already explored) next step
+    backtrack: set[int]
+    done: dict[int, Footprint | None] = field(default_factory=dict)  # explored here -> step
+    chosen: int = -1
+
+
+_SLOT = {"w": 0, "r": 1, "c": 2}  # where _Order keeps the last step of each mode
+
+
+class _Order:
+    """Happens-before over the steps of the current execution, kept across executions.
+
+    Per step: its task, its index among its task's steps (``seq``, from 1), the same
+    task's step before it, and its vector clock (task -> how many of that task's steps
+    happen before it or are it). ``access`` keeps, per object and task, the last
+    step that touched it in each mode; ``undo`` what each step changed there, so
+    the next execution, which replays a prefix, keeps that prefix and redoes the rest.
+    """
+
+    def __init__(self) -> None:
+        self.tids: list[int] = []
+        self.seq: list[int] = []
+        self.prev_of: list[int] = []
+        self.clocks: list[dict[int, int]] = []
+        self._last_of: dict[int, int] = {}
+        self._access: dict[object, dict[int, list[int]]] = {}
+        self._undo: list[list[tuple[list[int], int, int]]] = []
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def truncate(self, n: int) -> None:
+        """Forget the steps from *n* on."""
+        while len(self.seq) > n:
+            for entry, slot, old in reversed(self._undo.pop()):
+                entry[slot] = old
+            tid, prev = self.tids.pop(), self.prev_of.pop()
+            self.seq.pop()
+            self.clocks.pop()
+            if prev < 0:
+                del self._last_of[tid]
+            else:
+                self._last_of[tid] = prev
+
+    def add(self, tid: int, fp: Footprint) -> list[int]:
+        """Append a step; return the earlier steps it races with (latest first)."""
+        j = len(self.seq)
+        prev = self._last_of.get(tid, -1)
+        clock = dict(self.clocks[prev]) if prev >= 0 else {}
+        candidates: set[int] = set()
+        undo: list[tuple[list[int], int, int]] = []
+        for key, mode in fp.items():
+            per_task = self._access.get(key)
+            if per_task is None:
+                per_task = self._access[key] = {}
+            for other, (w, r, c) in per_task.items():
+                if other == tid:
+                    continue
+                for i, other_mode in ((w, "w"), (r, "r"), (c, "c")):
+                    if i >= 0 and (mode == "w" or other_mode == "w" or mode != other_mode):
+                        candidates.add(i)
+            mine = per_task.get(tid)
+            if mine is None:
+                mine = per_task[tid] = [-1, -1, -1]
+            slot = _SLOT[mode]
+            undo.append((mine, slot, mine[slot]))
+            mine[slot] = j
+        races: list[int] = []
+        for i in sorted(candidates, reverse=True):
+            ti = self.tids[i]
+            if clock.get(ti, 0) < self.seq[i]:
+                races.append(i)  # no other path orders i before j: a race
+                for t, n in self.clocks[i].items():
+                    if clock.get(t, 0) < n:
+                        clock[t] = n
+        self.tids.append(tid)
+        self.seq.append(1 if prev < 0 else self.seq[prev] + 1)
+        self.prev_of.append(prev)
+        clock[tid] = self.seq[j]
+        self.clocks.append(clock)
+        self._last_of[tid] = j
+        self._undo.append(undo)
+        return races
+
+
+class DporStrategy(Strategy):
+    """Exhaustive over Mazurkiewicz traces (see module doc); ``complete`` when done."""
+
+    every_step = True
+
+    def __init__(self, max_executions: int | None = None) -> None:
+        if max_executions is not None and max_executions < 1:
+            raise ValueError(f"max_executions is at least 1 (or None), got {max_executions!r}")
+        self.max_executions = max_executions
+        self.executions = 0
+        self.pruned = 0  # executions ended early as sleep-set blocked (redundant)
+        self.complete = False
+        self._nodes: list[_Node] = []
+        self._events: list[tuple[int, Footprint]] = []
+        self._pos = 0
+        self._branch = 0  # the node where this execution leaves the previous one's path
+        self._started = False
+        self._order = _Order()
+
+    @property
+    def traces(self) -> int:
+        """Executions run to their end (each a different Mazurkiewicz trace)."""
+        return self.executions - self.pruned
+
+    # -- the strategy interface --------------------------------------------
+
+    def start_execution(self) -> bool:
+        if self._started and not self._backtrack():
+            self.complete = True
+            return False
+        if self.max_executions is not None and self.executions >= self.max_executions:
+            return False
+        # The next execution replays the steps up to the branch and its choice there.
+        self._order.truncate(self._branch + 1 if self._started else 0)
+        self._started = True
+        self.executions += 1
+        self._events = []
+        self._pos = 0
+        return True
+
+    def observe(self, tid: int, footprint: Footprint) -> None:
+        """The controller: task *tid* ended a step that touched *footprint*."""
+        self._events.append((tid, footprint))
+        at = len(self._events) - 2  # the node that chose this step
+        if 0 <= at < len(self._nodes) and self._nodes[at].chosen == tid:
+            self._nodes[at].done[tid] = footprint
+        j = len(self._events) - 1
+        if j < len(self._order):
+            return  # a replayed step: its races were planned when it first ran
+        for i in self._order.add(tid, footprint):
+            if i >= 1:
+                self._plan_reversal(i, j)
+
+    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
+        k = self._pos
+        self._pos += 1
+        if k < len(self._nodes):
+            node = self._nodes[k]
+            if node.runnable != tuple(runnable):
+                raise ScheduleDiverged(
+                    f"DPOR choice point {k}: threads {list(runnable)} can run, but "
+                    f"{list(node.runnable)} could when this path was first taken; the "
+                    "execution is not deterministic (real time, randomness or a real "
+                    "threading primitive outside the explorer's control?)"
+                )
+            return node.chosen
+        sleep = self._sleep_after(k)
+        awake = [t for t in runnable if t not in sleep]
+        if not awake:
+            self.pruned += 1
+            raise Pruned(f"every runnable task sleeps at choice point {k}")
+        pick = current if current in awake else awake[0]
+        self._nodes.append(_Node(tuple(runnable), sleep, {pick}, {pick: None}, pick))
+        return pick
+
+    def describe(self) -> str:
+        return "DporStrategy()"
+
+    # -- sleep sets ----------------------------------------------------------
+
+    def _sleep_after(self, k: int) -> dict[int, Footprint]:
+        """The sleep set at node *k*: the parent's, plus the siblings explored before the
+        step taken there, less those that conflict with that step."""
+        if k == 0:
+            return {}
+        parent = self._nodes[k - 1]
+        tid, step = self._events[k]
+        sleep: dict[int, Footprint] = {}
+        for source in (parent.sleep, parent.done):
+            for other, fp in source.items():
+                if other != tid and fp is not None and not conflict(fp, step):
+                    sleep[other] = fp
+        return sleep
+
+    # -- races and source sets -------------------------------------------------
+
+    def _plan_reversal(self, i: int, j: int) -> None:
+        """Plan, at the state before step i, a task that starts a reordering of the race
+        (i, j): an initial of the steps after i that do not depend on it, then j."""
+        order = self._order
+        seq, clocks = order.seq, order.clocks
+        node = self._nodes[i - 1]  # the state just before step i
+        tj = self._events[j][0]
+        if tj not in node.runnable:
+            self._plan_earlier(i, tj, order.prev_of[j])
+        if node.backtrack.issuperset(node.runnable):
+            return
+        ti, si = self._events[i][0], seq[i]
+        after = [k for k in range(i + 1, j) if clocks[k].get(ti, 0) < si]
+        after.append(j)
+        initials: list[int] = []
+        first_seq: dict[int, int] = {}
+        for k in after:
+            t = self._events[k][0]
+            if t in first_seq:
+                continue
+            clock = clocks[k]
+            if all(clock.get(u, 0) < s for u, s in first_seq.items()):
+                initials.append(t)
+            first_seq[t] = seq[k]
+        if node.backtrack.intersection(initials):
+            return
+        pick = tj if tj in initials else (initials[0] if initials else -1)
+        if pick in node.runnable:
+            node.backtrack.add(pick)
+
+    def _plan_earlier(self, i: int, tj: int, before_j: int) -> None:
+        """Step j's task was not offered before step i: it wanted a lock that i's task
+        held (i released it, j takes it). The reversal is to run j's step before that
+        lock was taken: at the latest earlier state where it was offered with the same
+        next step (no step of its own in between)."""
+        for k in range(i - 1, max(before_j, 0), -1):
+            earlier = self._nodes[k - 1]
+            if tj in earlier.runnable:
+                earlier.backtrack.add(tj)
+                return
+
+    def _backtrack(self) -> bool:
+        """Move to the deepest node with a planned, unexplored, awake task."""
+        while self._nodes:
+            node = self._nodes[-1]
+            todo = sorted(node.backtrack - node.done.keys() - node.sleep.keys())
+            if todo:
+                node.chosen = todo[0]
+                node.done[todo[0]] = None
+                self._branch = len(self._nodes) - 1
+                return True
+            self._nodes.pop()
+        return False
+
+
+class ProofStrategy(DporStrategy):
+    """DPOR run to the end: a report says "verified: N traces, complete" or shows the
+    counterexample. ``max_executions`` / the exploration's ``time_budget`` may stop it
+    first, and then it proved nothing (``complete`` is ``False``)."""
+
+    proof = True
+
+    def describe(self) -> str:
+        return "ProofStrategy()"

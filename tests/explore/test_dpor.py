@@ -1,0 +1,231 @@
+"""DPOR (``DporStrategy``) and proofs (``ProofStrategy``): fewer executions, the same verdicts.
+
+The toy programs run on the controlled runtime with their shared state under
+controlled primitives, so DPOR sees every conflict; the outcomes DPOR reaches
+are compared with those of DFS with no preemption bound (every schedule). The
+library part compares DPOR's verdict with DFS's on the reference adapter and
+the race-only broken adapters of tests/quality/broken_explore.py: a fast subset
+here, the whole matrix under ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _programs import every_execution
+
+from chunk_adapter.explore import (
+    LIBRARY,
+    DfsStrategy,
+    DporStrategy,
+    ProofStrategy,
+    Report,
+    explore,
+    replay,
+)
+from chunk_adapter.explore.primitives import ControlledRuntime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
+import broken_explore as broken
+
+UNBOUNDED = 1_000  # a preemption bound no toy reaches: DFS runs every schedule
+BUDGET = float(os.environ.get("CHUNK_ADAPTER_EXPLORE_BUDGET", "120"))
+
+
+def outcomes(program: Any, strategy: Any) -> tuple[set[tuple[Any, ...]], int]:
+    """The distinct results ``program`` returns over every execution, and how many ran."""
+    seen: set[tuple[Any, ...]] = set()
+    runs = 0
+    for ctl in every_execution(lambda rt: seen.add(program(rt)), strategy):
+        assert not ctl.failures, ctl.failures
+        runs += 1
+    return seen, runs
+
+
+def two_writers_one_lock(rt: ControlledRuntime) -> tuple[Any, ...]:
+    lock, log = rt.Lock(), []
+
+    def writer(tag: str) -> None:
+        for n in range(2):
+            with lock:
+                log.append(f"{tag}{n}")
+
+    threads = [rt.start_thread(lambda t=t: writer(t), t) for t in "ab"]
+    for t in threads:
+        t.join()
+    return tuple(log)
+
+
+def two_writers_own_locks(rt: ControlledRuntime) -> tuple[Any, ...]:
+    locks, logs = {"a": rt.Lock(), "b": rt.Lock()}, {"a": [], "b": []}  # type: ignore[var-annotated]
+
+    def writer(tag: str) -> None:
+        for n in range(2):
+            with locks[tag]:
+                logs[tag].append(n)
+
+    threads = [rt.start_thread(lambda t=t: writer(t), t) for t in "ab"]
+    for t in threads:
+        t.join()
+    return tuple(logs["a"]) + tuple(logs["b"])
+
+
+def flag_race(rt: ControlledRuntime) -> tuple[Any, ...]:
+    event, seen = rt.Event(), []
+    reader = rt.start_thread(lambda: seen.append(event.is_set()), "reader")
+    setter = rt.start_thread(event.set, "setter")
+    reader.join()
+    setter.join()
+    return tuple(seen)
+
+
+@pytest.mark.parametrize("program", [two_writers_one_lock, flag_race])
+def test_dpor_reaches_every_outcome_dfs_reaches(program: Any) -> None:
+    want, dfs_runs = outcomes(program, DfsStrategy(preemption_bound=UNBOUNDED))
+    got, dpor_runs = outcomes(program, DporStrategy())
+    assert got == want, (got, want)
+    assert 1 < dpor_runs <= dfs_runs
+
+
+def test_dpor_runs_independent_steps_in_one_order_only() -> None:
+    want, dfs_runs = outcomes(two_writers_own_locks, DfsStrategy(preemption_bound=UNBOUNDED))
+    strategy = DporStrategy()
+    got, dpor_runs = outcomes(two_writers_own_locks, strategy)
+    assert got == want == {(0, 1, 0, 1)}
+    assert strategy.complete
+    # Only the joins race with the threads' exits; the lock steps never conflict.
+    assert dpor_runs * 10 <= dfs_runs, (dpor_runs, dfs_runs)
+
+
+def verdict(report: Report) -> tuple[str, ...]:
+    """What a run concluded: the failure kinds (a violation by its rule), or () for none."""
+    if report.failure is None:
+        return ()
+    return tuple(
+        sorted(
+            f.kind if f.kind != "violation" else f.message.split(":")[0]
+            for f in report.failure.failures
+        )
+    )
+
+
+def test_a_proof_says_verified_and_how_many_traces() -> None:
+    report = explore(LIBRARY["q7-stop-wakes-save"], ProofStrategy(), time_budget=BUDGET)
+    assert report.ok and report.complete, report.summary()
+    assert report.verdict == f"verified: {report.traces} traces, complete"
+    assert report.traces is not None and 1 < report.traces <= report.executions
+    assert "verified:" in report.summary()
+
+
+def test_a_proof_out_of_budget_proves_nothing() -> None:
+    report = explore(LIBRARY["q5-cleanup-inflight-get"], ProofStrategy(max_executions=3))
+    assert report.ok and not report.complete
+    assert report.verdict.startswith("not proved: ")
+
+
+@pytest.mark.rule("R20", "R18")
+def test_dpor_finds_the_lost_wakeup_and_its_replay_string_reproduces_it() -> None:
+    scenario = LIBRARY["q7-stop-wakes-save"]
+    report = explore(scenario, DporStrategy(), factory=broken.LostWakeup, time_budget=BUDGET)
+    assert verdict(report) == ("hang",), report.summary()
+    assert report.failure is not None
+    again = replay(scenario, report.failure.schedule, factory=broken.LostWakeup)
+    assert [f.kind for f in again.failures] == ["hang"]
+    assert [s.label for s in again.trace] == [s.label for s in report.failure.trace]
+
+
+# (adapter, scenario): DFS with preemption bound 2 and DPOR must agree. The fast
+# tier keeps the cheap ones; -m slow runs every library scenario on the reference
+# adapter and every broken adapter on the scenario that finds it.
+FAST = [
+    ("WaitNotInLoop", "q7-stop-idle"),
+    ("LostWakeup", "q7-stop-wakes-save"),
+]
+BROKEN_CASES = [
+    ("NoTokenCheck", "q5-cleanup-inflight-get"),
+    ("SplitPoll", "q4-receiver-finished"),
+    ("LostWakeup", "q7-stop-wakes-save"),
+    ("LostWakeup", "q1-save-snapshot-enqueue"),
+    ("WaitNotInLoop", "q7-stop-idle"),
+    ("TwoSaveThreads", "q1-save-snapshot-enqueue"),
+]
+REFERENCE_CASES = [("reference", name) for name in LIBRARY if not name.startswith("pipeline/")]
+
+
+def _same_verdicts(adapter: str, name: str) -> None:
+    factory = None if adapter == "reference" else broken.BROKEN[adapter]
+    scenario = LIBRARY[name]
+    dfs = explore(scenario, DfsStrategy(preemption_bound=2), factory=factory, time_budget=BUDGET)
+    dpor = explore(scenario, DporStrategy(), factory=factory, time_budget=BUDGET)
+    if dfs.failure is not None:
+        # Whatever DFS finds, DPOR finds (a failure it shares a rule or kind with; the
+        # first failing execution of each may show a different set of consequences).
+        assert set(verdict(dpor)) & set(verdict(dfs)), (dfs.describe_failure(), dpor.summary())
+    elif dpor.failure is not None:
+        # DPOR has no preemption bound: it may find more. Only a broken adapter may fail.
+        assert adapter != "reference", dpor.describe_failure()
+    if adapter == "reference" and dfs.complete and dpor.complete:
+        assert dpor.executions <= dfs.executions, (dfs.summary(), dpor.summary())
+
+
+@pytest.mark.parametrize(("adapter", "name"), FAST)
+def test_dpor_reaches_the_verdicts_of_dfs(adapter: str, name: str) -> None:
+    _same_verdicts(adapter, name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("adapter", "name"), BROKEN_CASES + REFERENCE_CASES)
+def test_dpor_reaches_the_verdicts_of_dfs_everywhere(adapter: str, name: str) -> None:
+    _same_verdicts(adapter, name)
+
+
+def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]:
+    import time
+
+    from chunk_adapter.explore import stage
+    from chunk_adapter.explore.proofs import prove_stage
+    from chunk_adapter.factory import load_factory
+    from chunk_adapter.outcome import StageContext
+
+    ctx = StageContext(
+        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds
+    )  # fmt: skip
+    factory = load_factory(spec)
+    control = stage.plan_control(factory, ())
+
+    def judge(report: Report, label: str, wall: float) -> Any:
+        return stage._judge(report, label, report.executions, control, ctx, wall, factory)
+
+    return list(prove_stage(factory, ctx, stage._scenario_rules, judge, (), stage.RESERVE))
+
+
+def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
+    from chunk_adapter.explore.library import PROVE
+    from chunk_adapter.explore.proofs import PROOF_PROFILES
+
+    results = _proofs("chunk_adapter.adapter:ChunkAdapter")
+    names = [r.name for r in results]
+    assert names == [f"{n} / proof" for n in PROVE[: PROOF_PROFILES["ci"]]] + ["proofs"]
+    assert {r.verdict for r in results} == {"pass"}
+    for r in results[:-1]:
+        assert r.evidence.startswith("proved: verified: "), r
+        assert r.coverage.startswith("all ") and r.coverage.endswith(" traces"), r
+    assert "R18" in results[-1].rules and "R18 (" in results[-1].evidence
+    assert _proofs("chunk_adapter.adapter:ChunkAdapter", profile="quick") == []
+
+
+def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
+    assert _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0) == []
+
+
+@pytest.mark.rule("R20", "R18")
+def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails() -> None:
+    results = _proofs("tests.quality.broken_explore:LostWakeup")
+    assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
+    assert results[0].name == "q7-stop-wakes-save / proof"
+    assert results[0].confirmation == "replayed once: failed again"
+    assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
