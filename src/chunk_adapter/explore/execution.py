@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..factory import reference_factory
+from ..factory import accepted_options, reference_factory, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -129,7 +129,7 @@ def prepared(setup: Setup) -> Iterator[Control]:
     """Decide how to control the factory's adapters (:mod:`.control`), then keep every
     thread they start under the explorer while the block runs."""
     auto = bool(setup.substitute)
-    if setup.control is None and not auto and not _takes(setup.factory, "runtime"):
+    if setup.control is None and not auto and not takes_keyword(setup.factory, "runtime"):
         raise ExplorerMisuse(
             f"factory {setup.factory!r} takes no runtime=, so the explorer cannot control "
             "its threads white-box. Give it a runtime= keyword (see chunk_adapter.runtime), "
@@ -166,7 +166,7 @@ def run_once(
         m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
     quiescent_at: list[int | None] = [None]
-    options = {k: v for k, v in scenario.options.items() if _takes(setup.factory, k)}
+    options = accepted_options(setup.factory, scenario.options)
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     def main() -> None:
@@ -175,7 +175,7 @@ def run_once(
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
-            if "logger" not in kwargs and _takes(setup.factory, "logger"):
+            if "logger" not in kwargs and takes_keyword(setup.factory, "logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
             adapter = setup.factory(
                 connector,
@@ -284,15 +284,6 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
         runtime.sleep(quantum)
         if ctl.progress != seen:
             seen, last_change = ctl.progress, ctl.now
-
-
-def _takes(factory: Callable[..., Any], name: str) -> bool:
-    """Whether *factory* takes keyword *name* (or any keyword, through ``**kwargs``)."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | None:

@@ -19,7 +19,6 @@ wait for "the connector was called" on a condition instead of sleeping.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -36,7 +35,7 @@ from ..connectors import (
     RecordingConnector,
 )
 from ..connectors.base import Connector, ConnectorWrapper
-from ..factory import AdapterFactory, AdapterLike
+from ..factory import AdapterFactory, AdapterLike, accepted_options
 from ..history import History
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "Rig",
     "Watch",
     "Watchdog",
-    "accepted_options",
     "make_adapter",
     "setting",
 ]
@@ -142,17 +140,6 @@ class Watchdog:
         """Stop the timer; ``True`` if it had already fired."""
         self._timer.cancel()
         return self.fired.is_set()
-
-
-def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The subset of *options* the factory's signature takes (all, if it has ``**kwargs``)."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return {}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    return {k: v for k, v in options.items() if k in params}
 
 
 class Pipeline:
