@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from ..bed.pair import AdapterPair
 from ..connectors import (
     FaultRule,
     FaultyConnector,
@@ -142,20 +143,12 @@ class Watchdog:
         return self.fired.is_set()
 
 
-class Pipeline:
+class Pipeline(AdapterPair[AdapterLike]):
     """A sender and a receiver (or one loopback adapter), driven as one scheduler drives them.
 
     The sending calls go to :attr:`sender`, the receiving ones to
     :attr:`receiver`; ``stop()`` stops the sender, then the receiver.
     """
-
-    def __init__(self, sender: AdapterLike, receiver: AdapterLike) -> None:
-        self.sender = sender
-        self.receiver = receiver
-
-    @property
-    def loopback(self) -> bool:
-        return self.sender is self.receiver
 
     @property
     def sides(self) -> list[tuple[str, AdapterLike]]:
@@ -163,28 +156,6 @@ class Pipeline:
         if self.loopback:
             return [("adapter", self.sender)]
         return [("sender", self.sender), ("receiver", self.receiver)]
-
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        self.sender.save_async(request_id, obj, is_final)
-
-    def cancel_sender(self, request_id: str) -> None:
-        self.sender.cancel_sender(request_id)
-
-    def load_async(self, request_id: str) -> None:
-        self.receiver.load_async(request_id)
-
-    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
-        return self.receiver.poll_ready()
-
-    def cleanup_receiver(self, request_id: str) -> None:
-        self.receiver.cleanup_receiver(request_id)
-
-    def stop(self) -> None:
-        try:
-            self.sender.stop()
-        finally:
-            if not self.loopback:
-                self.receiver.stop()
 
     def stats(self) -> Any | None:
         """Both sides' ``stats()`` counters added up (``None`` if the adapters have none).
