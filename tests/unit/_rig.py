@@ -19,7 +19,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from _wait import wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import (
@@ -32,6 +31,7 @@ from chunk_adapter.connectors.base import Connector
 from chunk_adapter.connectors.builders import BuildFn
 from chunk_adapter.factory import AdapterFactory, AdapterLike
 from chunk_adapter.history import ConnectorOp, History
+from tests.unit._wait import wait_until
 
 __all__ = [
     "DEFAULT_JOIN_TIMEOUT",

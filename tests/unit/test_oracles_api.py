@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _history_script import Script, c
 
 from chunk_adapter.errors import AdapterStopped
 from chunk_adapter.history import BuildCall, History
@@ -21,6 +20,7 @@ from chunk_adapter.oracles import (
     check,
 )
 from chunk_adapter.oracles.check import collapse
+from tests.unit._history_script import Script, c
 
 
 def test_violation_str_starts_with_the_rule_and_assert_ok_lists_them() -> None:

@@ -5,7 +5,8 @@ and stays quiet otherwise. Histories are scripted with :class:`_history_script.S
 from __future__ import annotations
 
 import pytest
-from _history_script import Script, c, received
+
+from tests.unit._history_script import Script, c, received
 
 
 @pytest.mark.rule("R14")

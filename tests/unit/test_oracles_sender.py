@@ -5,9 +5,9 @@ and stays quiet otherwise. Histories are scripted with :class:`_history_script.S
 from __future__ import annotations
 
 import pytest
-from _history_script import Script, sent
 
 from chunk_adapter.errors import AdapterStopped
+from tests.unit._history_script import Script, sent
 
 
 @pytest.mark.rule("R9")

@@ -11,10 +11,10 @@ import time
 
 import psutil
 import pytest
-from _rig import CountingConnector, Rig, chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.connectors import MemoryConnector
+from tests.unit._rig import CountingConnector, Rig, chunk
+from tests.unit._wait import Inbox, wait_until
 
 WINDOW = 0.5
 

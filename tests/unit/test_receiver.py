@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from _rig import CountingConnector, Rig, chunk, gets, wait_recv_passed
-from _wait import Inbox, holds_for, wait_until
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
+from tests.unit._rig import CountingConnector, Rig, chunk, gets, wait_recv_passed
+from tests.unit._wait import Inbox, holds_for, wait_until
 
 
 def _put_stream(mem: MemoryConnector, rid: str, values: list[object], final: bool = True) -> None:

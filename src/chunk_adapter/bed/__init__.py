@@ -12,5 +12,14 @@ loading in :mod:`chunk_adapter.factory`. See docs/architecture.md for the layers
 from __future__ import annotations
 
 from .pair import AdapterPair
+from .waiting import Hang, call_bounded, call_in_thread, holds_for, stopping, wait_until
 
-__all__ = ["AdapterPair"]
+__all__ = [
+    "AdapterPair",
+    "Hang",
+    "call_bounded",
+    "call_in_thread",
+    "holds_for",
+    "stopping",
+    "wait_until",
+]
