@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from _need_redis import require_redis
 from chunk_adapter.connectors.redis_server import RedisServer
 from chunk_adapter.connectors.shm import SharedMemoryConnector
+from tests._need_redis import require_redis
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bed.waiting import call_bounded, stopping, wait_until
 from .connectors import GatedBuilder, MemoryConnector, RecordingConnector
 from .factory import AdapterFactory, AdapterLike
-from .verify.bounded import bounded, stopping, wait_until
 
 __all__ = ["ARRIVE", "CALL", "EXAMPLES", "FACTORY", "ExampleOutcome", "example_2", "example_3"]
 
@@ -37,20 +37,20 @@ class ExampleOutcome:
 
 
 def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> bool:
-    into.extend(bounded(rcv.poll_ready, CALL, "poll_ready()").get(request_id, []))
+    into.extend(call_bounded(rcv.poll_ready, CALL, "poll_ready()").get(request_id, []))
     return bool(into) and bool(into[-1].get("finished"))
 
 
 def _pair(factory: AdapterFactory, conn: Any, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
-    snd = bounded(
+    snd = call_bounded(
         lambda: factory(conn, stage_id=0, build_payload=build), FACTORY, "the factory (sender)"
     )
-    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory (receiver)")
+    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory (receiver)")
     return snd, rcv
 
 
 def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> None:
-    bounded(
+    call_bounded(
         lambda: adapter.save_async(request_id, obj, is_final),
         CALL,
         f"save_async({request_id!r}, {obj!r}, {is_final})",
@@ -65,10 +65,10 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
     snd, rcv = _pair(factory, conn)
     with stopping(snd, rcv, seconds=CALL):
         live = ["a"]
-        bounded(lambda: rcv.load_async("v"), CALL, "load_async('v')")
-        bounded(lambda: snd.save_async("v", live, False), CALL, "save_async('v', ...)")
+        call_bounded(lambda: rcv.load_async("v"), CALL, "load_async('v')")
+        call_bounded(lambda: snd.save_async("v", live, False), CALL, "save_async('v', ...)")
         live.append("b")  # the scheduler keeps mutating its object
-        bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
+        call_bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
         live.append("c")
         got: list[dict[str, Any]] = []
         wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "R11: the final chunk of 'v'")
@@ -81,9 +81,9 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
             f"R4: 'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
         )
 
-        bounded(lambda: rcv.load_async("q"), CALL, "load_async('q')")
-        bounded(lambda: snd.save_async("q", 1, False), CALL, "save_async('q', 1)")
-        bounded(lambda: snd.save_async("q", 2, False), CALL, "save_async('q', 2)")
+        call_bounded(lambda: rcv.load_async("q"), CALL, "load_async('q')")
+        call_bounded(lambda: snd.save_async("q", 1, False), CALL, "save_async('q', 1)")
+        call_bounded(lambda: snd.save_async("q", 2, False), CALL, "save_async('q', 2)")
         wait_until(
             lambda: sum(op.op == "get" and op.outcome == "ok" for op in conn.ops()) >= 4,
             ARRIVE,
@@ -92,12 +92,12 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         first: dict[str, Any] = {}
         # The value is fetched; committing follows at once. Collect until both are in.
         wait_until(
-            lambda: _merge(first, bounded(rcv.poll_ready, CALL, "poll_ready()")) >= 2,
+            lambda: _merge(first, call_bounded(rcv.poll_ready, CALL, "poll_ready()")) >= 2,
             ARRIVE,
             "q's two chunks in poll_ready",
         )
-        second = bounded(rcv.poll_ready, CALL, "poll_ready()")
-        bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
+        second = call_bounded(rcv.poll_ready, CALL, "poll_ready()")
+        call_bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
         third: list[dict[str, Any]] = []
         wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "R11: the final chunk of 'q'")
         out.lines += [
@@ -128,15 +128,15 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
     gate = builder.hold(predicate=lambda rid, snap, final: snap == "p0")
     snd, rcv = _pair(factory, conn, builder)
     with stopping(snd, rcv, seconds=CALL, first=builder.release_all):
-        bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
-        bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
+        call_bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
+        call_bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
         if not gate.wait_started(ARRIVE):
             out.expect(False, "R5: the build of 'p0' never started")
             return out
         for part in ("p1", "p2", "p3"):
             _save(snd, "w", part, False)
-        bounded(lambda: snd.save_async("w", "end", True), CALL, "save_async('w', 'end', True)")
-        bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
+        call_bounded(lambda: snd.save_async("w", "end", True), CALL, "save_async('w', 'end', True)")
+        call_bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
         gate.release()
         got: list[dict[str, Any]] = []
         wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "R11: the final chunk of 'w'")

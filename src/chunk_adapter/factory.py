@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .errors import UsageError
@@ -25,9 +25,11 @@ __all__ = [
     "REFERENCE",
     "AdapterFactory",
     "AdapterLike",
+    "accepted_options",
     "accepts_runtime",
     "load_factory",
     "reference_factory",
+    "takes_keyword",
 ]
 
 REFERENCE = "chunk_adapter.adapter:ChunkAdapter"
@@ -116,6 +118,27 @@ def _check_signature(spec: str, factory: Callable[..., Any]) -> None:
         ) from None
 
 
+def takes_keyword(factory: Callable[..., Any], name: str) -> bool:
+    """Whether *factory* may be called with keyword *name*: it declares it, or takes
+    ``**kwargs``. ``False`` when the signature cannot be read (builtins, C callables).
+
+    The one answer to "does the factory accept this keyword" for every driver.
+    """
+    params = _parameters(factory)
+    return params is not None and (name in params or _takes_any(params))
+
+
+def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """The subset of *options* the factory takes (all of them if it has ``**kwargs``;
+    none if its signature cannot be read)."""
+    params = _parameters(factory)
+    if params is None:
+        return {}
+    if _takes_any(params):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}
+
+
 def accepts_runtime(factory: Callable[..., Any]) -> bool:
     """Whether *factory* may take ``runtime=``: it declares it, or takes ``**kwargs``.
 
@@ -123,10 +146,15 @@ def accepts_runtime(factory: Callable[..., Any]) -> bool:
     on this; it builds one adapter and looks whether its threads came through
     the runtime (:mod:`chunk_adapter.explore.control`).
     """
+    return takes_keyword(factory, "runtime")
+
+
+def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter] | None:
     try:
-        params = inspect.signature(factory).parameters
+        return inspect.signature(factory).parameters
     except (TypeError, ValueError):
-        return False
-    return "runtime" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
+        return None
+
+
+def _takes_any(params: Mapping[str, inspect.Parameter]) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from chunk_adapter.bed.waiting import wait_until
 from chunk_adapter.connectors import RecordingConnector
 from chunk_adapter.factory import AdapterFactory
 from chunk_adapter.history import History
@@ -85,8 +86,4 @@ def _collect(ready: dict[str, list[dict[str, Any]]], got: dict[str, list[dict[st
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
     """Poll *predicate* until true; fail naming *what* after *timeout* seconds."""
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL)
+    wait_until(predicate, timeout, what, interval=POLL)

@@ -12,9 +12,7 @@ import threading
 from typing import Any
 
 import pytest
-from _connector_e2e import run_end_to_end, wait_for
 
-from _need_redis import require_redis
 from chunk_adapter.connectors import redis as redis_module
 from chunk_adapter.connectors.redis import (
     DEFAULT_TTL,
@@ -32,6 +30,8 @@ from chunk_adapter.connectors.serialization import SerializationError
 from chunk_adapter.errors import ConnectorError, InvalidValue
 from chunk_adapter.factory import AdapterFactory
 from chunk_adapter.oracles import assert_ok
+from tests._need_redis import require_redis
+from tests.connectors._connector_e2e import run_end_to_end, wait_for
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import threading
 from typing import Any
 
 import pytest
-from _connector_e2e import run_end_to_end, wait_for
 
 from chunk_adapter.connectors import shm as shm_module
 from chunk_adapter.connectors.doorbell import NOTIFY_THREAD, Doorbell
@@ -29,6 +28,7 @@ from chunk_adapter.connectors.shm import (
 from chunk_adapter.errors import ConnectorError, InvalidType, InvalidValue
 from chunk_adapter.factory import AdapterFactory
 from chunk_adapter.oracles import assert_ok
+from tests.connectors._connector_e2e import run_end_to_end, wait_for
 
 linux_only = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="lists /dev/shm (Linux)")
 

@@ -28,6 +28,7 @@ from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
 
+from chunk_adapter.bed.waiting import wait_until
 from chunk_adapter.connectors import RecordingConnector, chunk_key
 from chunk_adapter.factory import load_factory
 from chunk_adapter.history import ConnectorOp, History
@@ -122,11 +123,7 @@ def make_connector(spec: tuple[Any, ...], role: str = "parent") -> Any:
 
 
 def _until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise TimeoutError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(POLL)
+    wait_until(predicate, timeout, what, interval=POLL)
 
 
 def _guard(pipe: Connection, body: Callable[[], None]) -> None:

@@ -23,7 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from _xproc_workers import (
+
+from chunk_adapter.connectors.doorbell import Doorbell
+from chunk_adapter.connectors.redis_server import RedisServer
+from chunk_adapter.connectors.shm import SharedMemoryConnector
+from tests.crossprocess._xproc_workers import (
     HUGE,
     SIZES,
     Got,
@@ -36,10 +40,6 @@ from _xproc_workers import (
     sender_main,
     spin_reader_main,
 )
-
-from chunk_adapter.connectors.doorbell import Doorbell
-from chunk_adapter.connectors.redis_server import RedisServer
-from chunk_adapter.connectors.shm import SharedMemoryConnector
 
 CTX = multiprocessing.get_context("spawn")
 TIMEOUT = 90.0  # for any one answer from a child: generous, never expected

@@ -13,9 +13,9 @@ import multiprocessing
 import os
 
 import pytest
-from _xproc_workers import default_namespace_put_main
 
 from chunk_adapter.connectors.shm import SharedMemoryConnector
+from tests.crossprocess._xproc_workers import default_namespace_put_main
 
 CTX = multiprocessing.get_context("spawn")
 linux_only = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="lists /dev/shm (Linux)")

@@ -12,11 +12,11 @@ import threading
 import time
 
 import pytest
-from _programs import every_execution, run_program
 
 from chunk_adapter.explore import DfsStrategy, RandomStrategy
 from chunk_adapter.explore.controller import ExplorerMisuse
 from chunk_adapter.explore.primitives import ControlledRuntime
+from tests.explore._programs import every_execution, run_program
 
 
 def kinds(ctl: object) -> list[str]:

@@ -21,18 +21,16 @@ from typing import Any
 
 import pytest
 
+from chunk_adapter.explore import LIBRARY, DfsStrategy, PctStrategy, Strategy
+from chunk_adapter.explore.checks import default_checker, default_wrap
+from chunk_adapter.explore.execution import Setup, prepared, run_once
+from chunk_adapter.explore.primitives import ControlledRuntime
+from chunk_adapter.explore.schedule import decode, encode
+from chunk_adapter.factory import load_factory, reference_factory
+from tests.explore._programs import run_program
+
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from _programs import run_program  # noqa: E402
-
-from chunk_adapter.explore import LIBRARY, DfsStrategy, PctStrategy, Strategy  # noqa: E402
-from chunk_adapter.explore.checks import default_checker, default_wrap  # noqa: E402
-from chunk_adapter.explore.execution import Setup, prepared, run_once  # noqa: E402
-from chunk_adapter.explore.primitives import ControlledRuntime  # noqa: E402
-from chunk_adapter.explore.schedule import decode, encode  # noqa: E402
-from chunk_adapter.factory import load_factory, reference_factory  # noqa: E402
 
 HOG = "while True:\n    pass\n"
 

@@ -7,7 +7,6 @@ the string printed with a failure reproduces that very execution.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,7 @@ from chunk_adapter.explore import (
 from chunk_adapter.explore.execution import Setup, run_once
 from chunk_adapter.explore.schedule import decode, encode
 from chunk_adapter.factory import reference_factory
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
-import broken_explore
+from tests.quality import broken_explore
 
 
 def fingerprint(execution: Execution) -> tuple[Any, ...]:

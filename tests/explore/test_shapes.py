@@ -21,15 +21,14 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from chunk_adapter.explore import LIBRARY, PctStrategy, RandomStrategy, explore, replay
+from chunk_adapter.explore.control import plan_control
+from chunk_adapter.explore.controller import ExplorerMisuse
+from chunk_adapter.factory import load_factory
+from chunk_adapter.verify.replay import replay_string
 
-from chunk_adapter.explore import LIBRARY, PctStrategy, RandomStrategy, explore, replay  # noqa: E402
-from chunk_adapter.explore.control import plan_control  # noqa: E402
-from chunk_adapter.explore.controller import ExplorerMisuse  # noqa: E402
-from chunk_adapter.factory import load_factory  # noqa: E402
-from chunk_adapter.verify.replay import replay_string  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+
 
 SHAPES = "tests.explore.shapes"
 CORRECT = [

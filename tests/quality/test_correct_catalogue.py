@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.quality.correct.catalogue import CORRECT
+
 REPO = Path(__file__).resolve().parents[2]
 CORRECT_DIR = Path(__file__).resolve().parent / "correct"
-if str(REPO) not in sys.path:  # the adapters are imported as tests.quality.correct.<name>
-    sys.path.insert(0, str(REPO))
-
-from tests.quality.correct.catalogue import CORRECT  # noqa: E402
 
 __all__ = ["CORRECT"]
 

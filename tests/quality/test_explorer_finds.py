@@ -16,8 +16,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import broken_explore as broken
-import plain_threading_adapter as plain
 import pytest
 from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st
@@ -35,6 +33,8 @@ from chunk_adapter.explore import (
 )
 from chunk_adapter.explore.generate import scenarios, schedules
 from chunk_adapter.explore.schedule import decode
+from tests.quality import broken_explore as broken
+from tests.quality import plain_threading_adapter as plain
 
 
 def found(report: Report, want: str) -> str:

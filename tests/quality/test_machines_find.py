@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import broken_stateful
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -25,6 +24,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.profiles import hypothesis_settings
 from chunk_adapter.stateful import make_machine
+from tests.quality import broken_stateful
 
 LIVENESS = 2.0  # seconds; only broken adapters run here, so a bound that runs out is a finding
 

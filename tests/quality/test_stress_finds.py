@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import broken_stress as broken
 import pytest
 
 from chunk_adapter.adapter import ChunkAdapter
@@ -23,6 +22,7 @@ from chunk_adapter.stress import (
     prompt_stop,
     put_faults,
 )
+from tests.quality import broken_stress as broken
 
 
 def _found(report: StressReport, rule: str, phrase: str) -> None:
@@ -109,7 +109,7 @@ def test_finds_stats_that_disagree_with_the_recording() -> None:
 @pytest.mark.rule("R11", "R23")
 def test_the_printed_python_call_reproduces_the_failure(capsys: pytest.CaptureFixture[str]) -> None:
     """The 'rerun in Python' line of a failed report, pasted and run, fails the same way."""
-    spec = "broken_stress:final_not_retried"
+    spec = "tests.quality.broken_stress:final_not_retried"
     params = {"requests": 5, "put_rate": 0.0, "put_bursts": 0, "final_retries": 2, "deadline": 0.5}
     first = put_faults(broken.final_not_retried, **params)  # type: ignore[arg-type]
     assert not first.ok

@@ -13,12 +13,12 @@ import threading
 import time
 from typing import Any
 
-import pipeline_adapters as pa
 import pytest
 
 from chunk_adapter.outcome import CheckResult, StageContext
 from chunk_adapter.stateful import Budget, OutOfBudget, replay_example
 from chunk_adapter.stateful.stage import run_stage
+from tests.stateful import pipeline_adapters as pa
 
 SPEC = "tests.stateful.pipeline_adapters:shared_state"
 

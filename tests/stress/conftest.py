@@ -1,22 +1,13 @@
-"""Stress-tier fixtures: the seed, a report check that prints how to rerun it.
-
-The correct third-party-style adapters of ``tests/stateful/pipeline_adapters.py``
-are importable here too (``import pipeline_adapters``).
-"""
+"""Stress-tier fixtures: the seed, a report check that prints how to rerun it."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from chunk_adapter.stress import StressReport, seed_from_env
-
-_STATEFUL = str(Path(__file__).resolve().parent.parent / "stateful")
-if _STATEFUL not in sys.path:
-    sys.path.append(_STATEFUL)
 
 
 @pytest.fixture

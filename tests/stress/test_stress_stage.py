@@ -14,7 +14,6 @@ import threading
 import time
 from typing import Any
 
-import pipeline_adapters as pa
 import pytest
 
 from chunk_adapter.connectors import MemoryConnector
@@ -26,6 +25,7 @@ from chunk_adapter.stress.report import ORACLE, ROOT
 from chunk_adapter.stress.rig import Pipeline, make_adapter, setting
 from chunk_adapter.stress.scheduler import Scheduler
 from chunk_adapter.stress.stage import run_stage
+from tests.stateful import pipeline_adapters as pa
 
 
 def _run(factory: Any, seconds: float) -> tuple[list[CheckResult], float]:

@@ -19,7 +19,6 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from _wait import wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import (
@@ -32,6 +31,7 @@ from chunk_adapter.connectors.base import Connector
 from chunk_adapter.connectors.builders import BuildFn
 from chunk_adapter.factory import AdapterFactory, AdapterLike
 from chunk_adapter.history import ConnectorOp, History
+from tests.unit._wait import wait_until
 
 __all__ = [
     "DEFAULT_JOIN_TIMEOUT",
@@ -39,7 +39,7 @@ __all__ = [
     "RULES_KEY",
     "RULE_MAP_ENV",
     "SND_STAGE",
-    "CountingConnector",
+    "GetsPerRequest",
     "Rig",
     "chunk",
     "gets",
@@ -162,7 +162,7 @@ def wait_recv_passed(rec: RecordingConnector, key: str, timeout: float = 10.0) -
     wait_until(passed, timeout, f"the RECV thread to process the get of {key!r} and move on")
 
 
-class CountingConnector:
+class GetsPerRequest:
     """Counts gets per request id (the part of the key before the first ``_``)."""
 
     def __init__(self, inner: Connector) -> None:

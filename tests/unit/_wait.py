@@ -1,20 +1,23 @@
-"""Waiting for asynchronous outcomes without sleeping blindly.
+"""Waiting for asynchronous outcomes without sleeping blindly (the tests' side).
 
-``wait_until`` polls a predicate inside a bounded deadline and fails with a
-message that says what it waited for. ``holds_for`` is its negative twin: it
-watches a predicate for a fixed *observation window* and fails as soon as it
-turns false (used only to show that something does NOT happen, never to wait
-for something to happen). ``Inbox`` accumulates what ``poll_ready`` hands out.
-``returns_within`` runs a call that must not block on a helper thread, so a
-blocking adapter fails the test instead of hanging it.
+The waiting itself is :mod:`chunk_adapter.bed.waiting`'s, the one set of
+bounded calls and waits the suite's drivers use too; this module gives the
+tests their defaults and messages. ``wait_until`` polls a predicate inside a
+bounded deadline and fails with a message that says what it waited for.
+``holds_for`` is its negative twin: it watches a predicate for a fixed
+*observation window* and fails as soon as it turns false (used only to show
+that something does NOT happen, never to wait for something to happen).
+``Inbox`` accumulates what ``poll_ready`` hands out. ``returns_within`` runs
+a call that must not block on a helper thread, so a blocking adapter fails the
+test instead of hanging it.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
+
+from chunk_adapter.bed import waiting
 
 __all__ = ["Inbox", "holds_for", "returns_within", "wait_until"]
 
@@ -28,12 +31,7 @@ def wait_until(
     detail: Callable[[], str] | None = None,
 ) -> None:
     """Poll *predicate* every 2 ms until it is true; fail after *timeout* seconds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            extra = f"; state: {detail()}" if detail is not None else ""
-            raise AssertionError(f"timed out after {timeout:.1f}s waiting for {what}{extra}")
-        time.sleep(POLL_INTERVAL)
+    waiting.wait_until(predicate, timeout, what, detail, POLL_INTERVAL)
 
 
 def holds_for(
@@ -43,14 +41,9 @@ def holds_for(
     detail: Callable[[], str] | None = None,
 ) -> None:
     """Check *predicate* stays true for a *window* of seconds (an observation, not a wait)."""
-    deadline = time.monotonic() + window
-    while True:
-        if not predicate():
-            extra = f"; state: {detail()}" if detail is not None else ""
-            raise AssertionError(f"expected {what} to hold for {window:.2f}s, it broke{extra}")
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(POLL_INTERVAL)
+    if not waiting.holds_for(predicate, window, POLL_INTERVAL):
+        extra = f"; state: {detail()}" if detail is not None else ""
+        raise AssertionError(f"expected {what} to hold for {window:.2f}s, it broke{extra}")
 
 
 def returns_within(bound: float, fn: Callable[[], Any], what: str) -> tuple[Any, float]:
@@ -58,24 +51,12 @@ def returns_within(bound: float, fn: Callable[[], Any], what: str) -> tuple[Any,
 
     Returns ``(result, elapsed)``. An exception from *fn* is re-raised here.
     """
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        start = time.perf_counter()
-        try:
-            box["result"] = fn()
-        except BaseException as exc:  # handed back to the test thread
-            box["error"] = exc
-        box["elapsed"] = time.perf_counter() - start
-
-    thread = threading.Thread(target=run, name=f"returns-within:{what}", daemon=True)
-    thread.start()
-    thread.join(bound)
-    if thread.is_alive():
+    outcome = waiting.call_in_thread(fn, bound, f"returns-within:{what}")
+    if outcome.elapsed is None:
         raise AssertionError(f"{what} did not return within {bound:.2f}s: it blocks")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result"), box["elapsed"]
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.value, outcome.elapsed
 
 
 class Inbox:

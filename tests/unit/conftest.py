@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _rig import RULE_MAP_ENV, RULES_KEY, Rig
 
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.factory import AdapterFactory
+from tests.unit._rig import RULE_MAP_ENV, RULES_KEY, Rig
 
 UNIT_DIR = Path(__file__).resolve().parent
 

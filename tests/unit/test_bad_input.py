@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _rig import Rig, chunk, gets
-from _wait import Inbox, wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
 from chunk_adapter.errors import InvalidType, InvalidValue
+from tests.unit._rig import Rig, chunk, gets
+from tests.unit._wait import Inbox, wait_until
 
 BAD_IDS: list[Any] = [1, None, b"r", 1.5, ("r",)]
 BAD_FINALS: list[Any] = [1, 0, None, "True", 1.0]

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _wait import wait_until
 
 from chunk_adapter.connectors import (
     Connector,
@@ -27,6 +26,7 @@ from chunk_adapter.connectors import (
 )
 from chunk_adapter.errors import InjectedFault, InvalidValue
 from chunk_adapter.history import BuildCall, ConnectorOp, History
+from tests.unit._wait import wait_until
 
 
 def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, dict[str, Any]]:

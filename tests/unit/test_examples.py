@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _rig import Rig, chunk, wait_recv_passed
-from _wait import Inbox
 
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
 from chunk_adapter.factory import REFERENCE
+from tests.unit._rig import Rig, chunk, wait_recv_passed
+from tests.unit._wait import Inbox
 
 
 @pytest.mark.rule("R4", "R9", "R15")

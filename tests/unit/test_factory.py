@@ -1,4 +1,5 @@
-"""Factory loading: ``load_factory`` specs, ``reference_factory``, ``accepts_runtime``."""
+"""Factory loading: ``load_factory`` specs, ``reference_factory``, and keyword acceptance
+(``takes_keyword``, ``accepted_options``, ``accepts_runtime``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ import pytest
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.errors import InvalidValue
-from chunk_adapter.factory import REFERENCE, accepts_runtime, load_factory, reference_factory
+from chunk_adapter.factory import (
+    REFERENCE,
+    accepted_options,
+    accepts_runtime,
+    load_factory,
+    reference_factory,
+    takes_keyword,
+)
 
 FAKE = "_chunk_adapter_fake_factories"
 
@@ -115,3 +123,30 @@ def test_accepts_runtime() -> None:
     assert accepts_runtime(with_kwargs)
     assert not accepts_runtime(plain)
     assert not accepts_runtime(42)  # type: ignore[arg-type]
+
+
+def test_takes_keyword_reads_the_signature() -> None:
+    def named(connector: Any, *, stage_id: int, logger: Any = None) -> None:
+        return None
+
+    def any_keyword(connector: Any, **options: Any) -> None:
+        return None
+
+    assert takes_keyword(named, "logger")
+    assert not takes_keyword(named, "runtime")
+    assert takes_keyword(any_keyword, "runtime")
+    assert not takes_keyword(42, "logger")  # type: ignore[arg-type]  # no signature: no
+
+
+def test_accepted_options_keeps_only_what_the_factory_takes() -> None:
+    def named(connector: Any, *, stage_id: int, put_tries: int = 3) -> None:
+        return None
+
+    def any_keyword(connector: Any, **options: Any) -> None:
+        return None
+
+    options = {"put_tries": 5, "notify": True}
+    assert accepted_options(named, options) == {"put_tries": 5}
+    assert accepted_options(any_keyword, options) == options
+    assert accepted_options(any_keyword, options) is not options  # a copy, safe to extend
+    assert accepted_options(42, options) == {}  # type: ignore[arg-type]

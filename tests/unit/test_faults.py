@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 import pytest
-from _rig import Rig, chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
 from chunk_adapter.history import ConnectorOp
+from tests.unit._rig import Rig, chunk
+from tests.unit._wait import Inbox, wait_until
 
 
 def _attempts(rec: RecordingConnector, key: str) -> list[ConnectorOp]:

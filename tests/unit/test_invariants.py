@@ -8,11 +8,11 @@ workload with cleanups, reloads, cancels and faults runs.
 from __future__ import annotations
 
 import pytest
-from _rig import Rig, chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector
+from tests.unit._rig import Rig, chunk
+from tests.unit._wait import Inbox, wait_until
 
 
 def _stopped(rig: Rig, mem: MemoryConnector) -> ChunkAdapter:

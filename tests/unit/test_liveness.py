@@ -7,10 +7,10 @@ command that reruns it.
 from __future__ import annotations
 
 import pytest
-from _rig import Rig, ok_puts
-from _wait import Inbox
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
+from tests.unit._rig import Rig, ok_puts
+from tests.unit._wait import Inbox
 
 REQUESTS = 6
 CHUNKS = 15

@@ -11,10 +11,10 @@ import time
 
 import psutil
 import pytest
-from _rig import CountingConnector, Rig, chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.connectors import MemoryConnector
+from tests.unit._rig import GetsPerRequest, Rig, chunk
+from tests.unit._wait import Inbox, wait_until
 
 WINDOW = 0.5
 
@@ -25,7 +25,7 @@ def _backoff(rig: Rig) -> float:
 
 @pytest.mark.rule("R17")
 def test_idle_requests_are_polled_at_a_bounded_rate(rig: Rig, mem: MemoryConnector) -> None:
-    counting = CountingConnector(mem)
+    counting = GetsPerRequest(mem)
     backoff = _backoff(rig)
     rcv = rig.adapter(counting, stage_id=1, idle_backoff=backoff)
     rids = [f"idle{i}" for i in range(10)]
@@ -54,7 +54,7 @@ def _cpu(native_ids: set[int | None]) -> float:
 @pytest.mark.rule("R17")
 def test_no_gets_and_next_to_no_cpu_without_requests(rig: Rig, mem: MemoryConnector) -> None:
     before_threads = set(threading.enumerate())
-    counting = CountingConnector(mem)
+    counting = GetsPerRequest(mem)
     rcv = rig.adapter(counting, stage_id=1)
     snd = rig.adapter(mem, stage_id=0)
     # CPU of these adapters' own threads: threads other tests left in this process

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from _rig import CountingConnector, Rig, chunk, gets, wait_recv_passed
-from _wait import Inbox, holds_for, wait_until
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
+from tests.unit._rig import GetsPerRequest, Rig, chunk, gets, wait_recv_passed
+from tests.unit._wait import Inbox, holds_for, wait_until
 
 
 def _put_stream(mem: MemoryConnector, rid: str, values: list[object], final: bool = True) -> None:
@@ -257,7 +257,7 @@ def test_reloading_during_a_get_in_flight_leaves_one_queue_entry(
 ) -> None:
     """After cleanup + load_async while a get is in flight (three times), the request
     is polled as often as an untouched one: a second queue entry would double its gets."""
-    counting = CountingConnector(mem)
+    counting = GetsPerRequest(mem)
     gated = rig.gated_connector(counting)
     rcv = rig.adapter(gated, stage_id=1, idle_backoff=0.01)
     rcv.load_async("a")

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from _need_redis import require_redis
 from chunk_adapter.bench.churn import run_churn
+from tests._need_redis import require_redis
 
 
 def _check(connector: str, seconds: float, interval: float) -> None:

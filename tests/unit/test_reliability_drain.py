@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-from _rig import Rig
-from _wait import Inbox, holds_for
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import GatedConnector, MemoryConnector
+from tests.unit._rig import Rig
+from tests.unit._wait import Inbox, holds_for
 
 
 @pytest.mark.rule("R26")

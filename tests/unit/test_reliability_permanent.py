@@ -16,12 +16,12 @@ import threading
 from typing import Any
 
 import pytest
-from _rig import chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, SerializationError
 from chunk_adapter.errors import ConnectorError
+from tests.unit._rig import chunk
+from tests.unit._wait import Inbox, wait_until
 
 POISON = "poison"
 

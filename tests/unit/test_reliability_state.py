@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-from _rig import Rig, chunk
-from _wait import Inbox, wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector
+from tests.unit._rig import Rig, chunk
+from tests.unit._wait import Inbox, wait_until
 
 
 @pytest.mark.rule("R6", "R27")

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from _rig import RULE_MAP_ENV, RULES_KEY
+
+from tests.unit._rig import RULE_MAP_ENV, RULES_KEY
 
 UNIT_DIR = Path(__file__).resolve().parent
 CONTRACT = UNIT_DIR.parents[1] / "docs" / "contract.md"

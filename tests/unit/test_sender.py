@@ -9,11 +9,11 @@ import threading
 from typing import Any
 
 import pytest
-from _rig import Rig, chunk, ok_puts
-from _wait import Inbox, returns_within, wait_until
 
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
 from chunk_adapter.history import BuildCall, History
+from tests.unit._rig import Rig, chunk, ok_puts
+from tests.unit._wait import Inbox, returns_within, wait_until
 
 
 def _wait_puts(mem: MemoryConnector, count: int) -> None:

@@ -10,12 +10,12 @@ import dataclasses
 from typing import Any
 
 import pytest
-from _rig import Rig, chunk
-from _wait import wait_until
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector
 from chunk_adapter.stats import AdapterStats
+from tests.unit._rig import Rig, chunk
+from tests.unit._wait import wait_until
 
 
 def _wait_stats(adapter: ChunkAdapter, what: str, **expected: int) -> AdapterStats:

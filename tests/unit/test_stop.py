@@ -10,12 +10,12 @@ import time
 from collections.abc import Callable
 
 import pytest
-from _rig import Rig, chunk, wait_recv_passed
-from _wait import Inbox, holds_for, returns_within, wait_until
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
 from chunk_adapter.factory import AdapterLike
 from chunk_adapter.history import BuildCall, History
+from tests.unit._rig import Rig, chunk, wait_recv_passed
+from tests.unit._wait import Inbox, holds_for, returns_within, wait_until
 
 IDLE_BOUND = 0.5  # the contract says well under 0.1 s; expected about 1 ms
 JOIN = 0.2  # the join timeout asked for where the factory takes one

@@ -13,11 +13,11 @@ import time
 from types import TracebackType
 
 import pytest
-from _rig import Rig
-from _wait import Inbox, returns_within, wait_until
 
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.runtime import ConditionLike, LockLike, ThreadingRuntime
+from tests.unit._rig import Rig
+from tests.unit._wait import Inbox, returns_within, wait_until
 
 WAIT_TIMEOUT = 0.05
 

@@ -10,31 +10,20 @@ itself reports deadlocks, livelocks, hangs after ``stop()`` and crashed threads.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp, History
+from ..oracles import CallRecord, RecordedAdapter, check, split_key
 from .execution import Execution
 from .pipeline import Hop
 
 __all__ = ["default_checker", "default_wrap"]
 
 
-def _oracles() -> Any:
-    try:
-        return importlib.import_module("chunk_adapter.oracles")
-    except ImportError:  # pragma: no cover - only while the oracles are being written
-        return None
-
-
-def default_wrap() -> Callable[[Any, History], Any] | None:
+def default_wrap() -> Callable[[Any, History], Any]:
     """``RecordedAdapter`` from the oracles, so scheduler calls land in the history."""
-    oracles = _oracles()
-    if oracles is None:  # pragma: no cover
-        return None
-    wrap: Callable[[Any, History], Any] = oracles.RecordedAdapter
-    return wrap
+    return RecordedAdapter
 
 
 def default_checker(execution: Execution) -> list[str]:
@@ -51,9 +40,6 @@ def default_checker(execution: Execution) -> list[str]:
     up to that point is also checked with ``quiescent=True``, so lost and stuck
     chunks are found too. With several hops, messages end with the hop's name.
     """
-    oracles = _oracles()
-    if oracles is None:  # pragma: no cover
-        return []
     put_tries = execution.put_tries
     hops = execution.hops or (None,)
     found: list[str] = []
@@ -67,7 +53,7 @@ def default_checker(execution: Execution) -> list[str]:
         if execution.cut is not None:
             checks.append((_prefix(history, execution.cut), True))
         for part, quiescent in checks:
-            for v in oracles.check(part, quiescent=quiescent, put_tries=put_tries):
+            for v in check(part, quiescent=quiescent, put_tries=put_tries):
                 message = str(v) + suffix
                 if message not in found:
                     found.append(message)
@@ -80,17 +66,16 @@ _RECEIVING = ("load_async", "poll_ready", "cleanup_receiver")
 
 def _hop_history(execution: Execution, hop: Hop) -> History:
     """The records of one hop, in their original order and sequence numbers."""
-    oracles = _oracles()
     out = History()
     for record in execution.history.records():
-        if isinstance(record, oracles.CallRecord):
+        if isinstance(record, CallRecord):
             keep = (
                 (record.adapter == hop.sender and record.call in _SENDING)
                 or (record.adapter == hop.receiver and record.call in _RECEIVING)
                 or (record.call == "stop" and record.adapter in (hop.sender, hop.receiver))
             )
         elif isinstance(record, ConnectorOp):
-            parsed = oracles.split_key(record.key)
+            parsed = split_key(record.key)
             keep = parsed is not None and parsed[1] == hop.stage_id
         elif isinstance(record, BuildCall):
             keep = execution.build_roles.get(id(record)) == hop.sender

@@ -21,7 +21,6 @@ its MRO to the candidates. Plans are cached per factory and named modules.
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -31,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import MemoryConnector
+from ..factory import accepts_runtime
 from ..runtime import ThreadingRuntime, ThreadLike
 from . import real
 from .patches import installed
@@ -100,23 +100,13 @@ class _Seen:
     error: str = ""
 
 
-def _accepts_runtime(factory: Callable[..., Any]) -> bool:
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return "runtime" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
-
-
 def _discover(factory: Callable[..., Any], timeout: float) -> _Seen:
     seen = _Seen()
     before = {t.ident for t in threading.enumerate()}
 
     def build() -> None:
         spy = _Spy()
-        kwargs: dict[str, Any] = {"runtime": spy} if _accepts_runtime(factory) else {}
+        kwargs: dict[str, Any] = {"runtime": spy} if accepts_runtime(factory) else {}
         try:
             adapter = factory(MemoryConnector(), stage_id=0, build_payload=None, **kwargs)
         except TypeError as exc:
@@ -170,7 +160,7 @@ def _plan(
     seen = _discover(factory, timeout)
     modules = tuple(candidate_modules(factory, seen.adapter_type, named))
     if seen.error:
-        takes = _accepts_runtime(factory)
+        takes = accepts_runtime(factory)
         return Control(
             takes,
             modules,

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..factory import reference_factory
+from ..factory import reference_factory, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -77,10 +77,10 @@ class Setup:
     """What executions of this run ask of the factory's signature, asked once."""
 
     def takes(self, name: str) -> bool:
-        """:func:`_takes` of the factory, remembered (``inspect.signature`` is slow)."""
+        """``takes_keyword`` of the factory, remembered (``inspect.signature`` is slow)."""
         key = ("takes", name)
         if key not in self.memo:
-            self.memo[key] = _takes(self.factory, name)
+            self.memo[key] = takes_keyword(self.factory, name)
         return bool(self.memo[key])
 
     def put_tries(self, options: dict[str, Any]) -> int | None:
@@ -149,7 +149,7 @@ def prepared(setup: Setup) -> Iterator[Control]:
     """Decide how to control the factory's adapters (:mod:`.control`), then keep every
     thread they start under the explorer while the block runs."""
     auto = bool(setup.substitute)
-    if setup.control is None and not auto and not _takes(setup.factory, "runtime"):
+    if setup.control is None and not auto and not takes_keyword(setup.factory, "runtime"):
         raise ExplorerMisuse(
             f"factory {setup.factory!r} takes no runtime=, so the explorer cannot control "
             "its threads white-box. Give it a runtime= keyword (see chunk_adapter.runtime), "
@@ -315,15 +315,6 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
         ctl.touch(PROGRESS, "r")
         if ctl.progress != seen:
             seen, last_change = ctl.progress, ctl.now
-
-
-def _takes(factory: Callable[..., Any], name: str) -> bool:
-    """Whether *factory* takes keyword *name* (or any keyword, through ``**kwargs``)."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | None:

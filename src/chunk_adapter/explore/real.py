@@ -10,10 +10,12 @@ the original.
 
 from __future__ import annotations
 
-import _thread
-import queue
 import threading
 import time
+from _thread import LockType, allocate_lock, get_ident, start_new_thread
+from queue import SimpleQueue
+from threading import Condition, Event, Lock, RLock, Thread
+from time import monotonic, monotonic_ns, perf_counter, perf_counter_ns, sleep
 
 __all__ = [
     "Condition",
@@ -38,26 +40,8 @@ __all__ = [
     "wall_time_ns",
 ]
 
-LockType = _thread.LockType
-allocate_lock = _thread.allocate_lock
-get_ident = _thread.get_ident
-start_new_thread = _thread.start_new_thread
-
-Lock = threading.Lock
-RLock = threading.RLock
-Condition = threading.Condition
-Event = threading.Event
-Thread = threading.Thread
 thread_start = threading.Thread.start
 thread_join = threading.Thread.join
 thread_is_alive = threading.Thread.is_alive
-
-SimpleQueue = queue.SimpleQueue
-
-monotonic = time.monotonic
-monotonic_ns = time.monotonic_ns
-perf_counter = time.perf_counter
-perf_counter_ns = time.perf_counter_ns
 wall_time = time.time
 wall_time_ns = time.time_ns
-sleep = time.sleep

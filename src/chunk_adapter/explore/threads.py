@@ -19,11 +19,11 @@ from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
 from ..connectors.base import Connector, ConnectorWrapper
-from ..factory import reference_factory
+from ..factory import accepted_options, reference_factory, takes_keyword
 from ..history import History
 from .checks import default_checker, default_wrap
 from .controller import Failure
-from .execution import QUIET, Execution, _put_tries, _RoleHistory, _takes
+from .execution import QUIET, Execution, _put_tries, _RoleHistory
 from .pipeline import call, hops, members, roles_for
 from .scenario import Op, Scenario
 
@@ -86,9 +86,9 @@ def run_threads(
     builders = {
         m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
-    options = {k: v for k, v in scenario.options.items() if _takes(factory, k)}
+    options = accepted_options(factory, scenario.options)
     kwargs: dict[str, Any] = dict(options)
-    if _takes(factory, "logger"):
+    if takes_keyword(factory, "logger"):
         kwargs["logger"] = QUIET
     wrap = default_wrap()
     raw: list[Any] = []

@@ -69,14 +69,14 @@ class Aligner:
         self.puts = tl.puts.get(rid, [])
         self.streams = _streams(tl.saves.get(rid, []))
         self.out: list[Violation] = []
-        self.k = 0  # current stream
-        self.i = 0  # next unmatched non-final of the current stream
+        self.stream_at = 0  # index in self.streams of the stream being aligned
+        self.pending_at = 0  # index of its first non-final not yet matched to a put
         self.failures = 0  # failed puts since the last successful put
         self.prev_final_end = -1  # end of the previous stream's final put
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
 
-    def v(self, rule: str, msg: str, key: str | None = None) -> None:
+    def violation(self, rule: str, msg: str, key: str | None = None) -> None:
         """Report *rule*, at the put being aligned (``None`` while checking liveness)."""
         self.out.append(Violation(rule, msg, self.rid, key, self.at))
 
@@ -88,9 +88,9 @@ class Aligner:
                 continue
             if op.outcome != "ok":
                 continue
-            if self.k >= len(self.streams):
+            if self.stream_at >= len(self.streams):
                 kind = "final" if is_final_put(op) else "non-final"
-                self.v(
+                self.violation(
                     "R11" if is_final_put(op) else "R5",
                     f"a {kind} chunk was put but every saved chunk of the request was already "
                     f"accounted for (data {data_of(op)!r})",
@@ -145,7 +145,7 @@ class Aligner:
         if by_put and self.failures < need:
             snaps = [s.args[0] for s in by_put]
             if self.failures == 0:
-                self.v(
+                self.violation(
                     "R5",
                     f"saved chunk(s) {snaps!r} were never put although a later chunk of the same "
                     "stream was: nothing explains the drop (no cancel, failed build, None payload "
@@ -153,7 +153,7 @@ class Aligner:
                     key,
                 )
             else:
-                self.v(
+                self.violation(
                     "R10",
                     f"saved chunk(s) {snaps!r} dropped after {self.failures} failed put(s); "
                     f"expected at least {need} ({self.put_tries or 1} tries each)",
@@ -166,7 +166,7 @@ class Aligner:
             and self.put_tries is not None
             and self.failures >= self.put_tries
         ):
-            self.v(
+            self.violation(
                 "R10",
                 f"a non-final chunk was put after {self.failures} failed tries; it should have "
                 f"been dropped after {self.put_tries}",
@@ -174,22 +174,24 @@ class Aligner:
             )
 
     def _match(self, nonfinals: list[CallRecord], snap: Any, op: ConnectorOp) -> int | None:
-        for j in range(self.i, len(nonfinals)):
+        for j in range(self.pending_at, len(nonfinals)):
             if nonfinals[j].begin < op.begin and nonfinals[j].args[0] == snap:
                 return j
         return None
 
     # -------------------------------------------------------------------- steps
     def _nonfinal(self, op: ConnectorOp) -> None:
-        stream = self.streams[self.k]
+        stream = self.streams[self.stream_at]
         data = data_of(op)
         if data is None:
-            self.v("R8", "a non-final chunk was put with data None; it must be skipped", op.key)
+            self.violation(
+                "R8", "a non-final chunk was put with data None; it must be skipped", op.key
+            )
         snap = data
         if self.have_builds:
             b = self._build_before(op, self.prev_final_end)
             if b is None or b.is_final or b.outcome != "ok":
-                self.v(
+                self.violation(
                     "R7",
                     f"non-final chunk put (data {data!r}) without a successful build before it "
                     f"(last build: {b!r})",
@@ -198,7 +200,7 @@ class Aligner:
                 self.failures = 0
                 return
             if b.result != data:
-                self.v(
+                self.violation(
                     "R2",
                     f"put data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
@@ -206,19 +208,20 @@ class Aligner:
             snap = b.snapshot
         j = self._match(stream.nonfinals, snap, op)
         if j is None:
-            earlier = any(s.args[0] == snap for s in stream.nonfinals[: self.i])
+            earlier = any(s.args[0] == snap for s in stream.nonfinals[: self.pending_at])
+            pending = [s.args[0] for s in stream.nonfinals[self.pending_at :]]
             if earlier:
-                self.v(
+                self.violation(
                     "R5",
                     f"chunk built from {snap!r} was put again or out of save order "
-                    f"(pending saves: {[s.args[0] for s in stream.nonfinals[self.i :]]!r})",
+                    f"(pending saves: {pending!r})",
                     op.key,
                 )
             else:
-                self.v(
+                self.violation(
                     "R4",
                     f"payload built from {snap!r}, which is no snapshot saved for this stream "
-                    f"(pending saves: {[s.args[0] for s in stream.nonfinals[self.i :]]!r}); "
+                    f"(pending saves: {pending!r}); "
                     "the object must be copied at save_async time",
                     op.key,
                 )
@@ -226,9 +229,9 @@ class Aligner:
             self.failures = 0
             return
         save = stream.nonfinals[j]
-        self._justify(stream.nonfinals[self.i : j], op.begin, op)
+        self._justify(stream.nonfinals[self.pending_at : j], op.begin, op)
         self._cancel_rules(save, op)
-        self.i = j + 1
+        self.pending_at = j + 1
         self.failures = 0
 
     def _consume_mutated(self, nonfinals: list[CallRecord], op: ConnectorOp) -> None:
@@ -239,18 +242,18 @@ class Aligner:
         so the same chunk is not reported again as never put (R5) when the
         stream's next chunk arrives. One fault, one violation.
         """
-        for j in range(self.i, len(nonfinals)):
+        for j in range(self.pending_at, len(nonfinals)):
             if nonfinals[j].begin > op.begin:
                 return
             if not self._dropped_ok(nonfinals[j], op.begin):
-                self.i = j + 1
+                self.pending_at = j + 1
                 return
 
     def _cancel_rules(self, save: CallRecord, op: ConnectorOp) -> None:
         """R6: non-finals saved after a cancel are dropped; at most one in progress slips by."""
         for c in self._cancels(op.begin):
             if c.end < save.begin:
-                self.v(
+                self.violation(
                     "R6",
                     f"chunk {save.args[0]!r} was saved after cancel_sender returned and must be "
                     "dropped, but it was put",
@@ -265,7 +268,7 @@ class Aligner:
                 n = self.started_after.get(c.begin, 0) + 1
                 self.started_after[c.begin] = n
                 if n > 1:
-                    self.v(
+                    self.violation(
                         "R6",
                         f"{n} queued non-final chunks were put after cancel_sender returned; only "
                         "one already past the cancel check may be",
@@ -273,20 +276,20 @@ class Aligner:
                     )
 
     def _final(self, op: ConnectorOp) -> None:
-        stream = self.streams[self.k]
+        stream = self.streams[self.stream_at]
         s = stream.final
         if s is None:
-            self.v(
+            self.violation(
                 "R11",
                 f"a final chunk was put (data {data_of(op)!r}) but this stream's final was never "
                 "saved",
                 op.key,
             )
         else:
-            self._justify(stream.nonfinals[self.i :], op.begin, op)
+            self._justify(stream.nonfinals[self.pending_at :], op.begin, op)
             self._final_data(s, op)
-        self.k += 1
-        self.i = 0
+        self.stream_at += 1
+        self.pending_at = 0
         self.failures = 0
         self.prev_final_end = op.end
         self.started_after = {}
@@ -304,7 +307,7 @@ class Aligner:
                 or (not self.have_builds and s.args[0] is None)
             )
             if not explained:
-                self.v(
+                self.violation(
                     "R7",
                     f"final chunk put with data None, but the request was not cancelled and its "
                     f"build did not fail or return None (expected data from {s.args[0]!r})",
@@ -312,7 +315,7 @@ class Aligner:
                 )
             return
         if definite:
-            self.v(
+            self.violation(
                 "R6",
                 f"final chunk saved after cancel_sender returned must be put with data None, "
                 f"got {data!r}",
@@ -321,22 +324,24 @@ class Aligner:
             return
         if self.have_builds:
             if b is None or b.outcome != "ok":
-                self.v("R7", f"final put with data {data!r} but no successful build of it", op.key)
+                self.violation(
+                    "R7", f"final put with data {data!r} but no successful build of it", op.key
+                )
             elif b.result != data:
-                self.v(
+                self.violation(
                     "R2",
                     f"final data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
                 )
             elif b.snapshot != s.args[0]:
-                self.v(
+                self.violation(
                     "R4",
                     f"final payload built from {b.snapshot!r}, but the snapshot at save_async "
                     f"was {s.args[0]!r}",
                     op.key,
                 )
         elif data != s.args[0]:
-            self.v(
+            self.violation(
                 "R4",
                 f"final data {data!r} differs from the snapshot at save_async ({s.args[0]!r})",
                 op.key,
@@ -344,20 +349,20 @@ class Aligner:
 
     def _liveness(self) -> None:
         """R11, R23: after quiescence every saved chunk was put, dropped or skipped."""
-        for k in range(self.k, len(self.streams)):
-            stream = self.streams[k]
-            start = self.i if k == self.k else 0
-            if k != self.k:
+        for index in range(self.stream_at, len(self.streams)):
+            stream = self.streams[index]
+            start = self.pending_at if index == self.stream_at else 0
+            if index != self.stream_at:
                 self.failures = 0
             by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
             if len(by_put) * (self.put_tries or 1) > self.failures:
-                self.v(
+                self.violation(
                     "R23",
                     f"saved chunk(s) {[s.args[0] for s in by_put]!r} were never put (after "
                     f"quiescence; {self.failures} failed put(s) seen)",
                 )
             if stream.final is not None:
-                self.v(
+                self.violation(
                     "R11",
                     f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
                     "quiescence, adapter running)",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..bed.pair import AdapterPair
 from ..factory import AdapterLike
 from ..history import History
 
@@ -146,7 +147,7 @@ class RecordedAdapter:
         return f"RecordedAdapter({self.adapter!r}, name={self.name!r})"
 
 
-class RecordedPipeline:
+class RecordedPipeline(AdapterPair[RecordedAdapter]):
     """A sender and a receiver adapter, recorded into one history, driven as one scheduler.
 
     The sending calls (``save_async``, ``cancel_sender``) go to *sender*, the
@@ -159,47 +160,19 @@ class RecordedPipeline:
     """
 
     def __init__(self, sender: AdapterLike, receiver: AdapterLike, history: History) -> None:
-        self.loopback = sender is receiver
-        if self.loopback:
+        if sender is receiver:
             one = RecordedAdapter(sender, history, "adapter")
-            self.sender, self.receiver = one, one
+            super().__init__(one, one)
         else:
-            self.sender = RecordedAdapter(sender, history, "sender")
-            self.receiver = RecordedAdapter(receiver, history, "receiver")
+            super().__init__(
+                RecordedAdapter(sender, history, "sender"),
+                RecordedAdapter(receiver, history, "receiver"),
+            )
 
     @property
     def sides(self) -> list[RecordedAdapter]:
         """The recorded adapters, the sender first (one for a loopback)."""
         return [self.sender] if self.loopback else [self.sender, self.receiver]
-
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        self.sender.save_async(request_id, obj, is_final)
-
-    def cancel_sender(self, request_id: str) -> None:
-        self.sender.cancel_sender(request_id)
-
-    def load_async(self, request_id: str) -> None:
-        self.receiver.load_async(request_id)
-
-    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
-        return self.receiver.poll_ready()
-
-    def cleanup_receiver(self, request_id: str) -> None:
-        self.receiver.cleanup_receiver(request_id)
-
-    def stop(self) -> None:
-        """Stop the sender, then the receiver (also when the sender's stop raised)."""
-        try:
-            self.sender.stop()
-        finally:
-            if not self.loopback:
-                self.receiver.stop()
-
-    def __enter__(self) -> RecordedPipeline:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"RecordedPipeline({self.sender!r}, {self.receiver!r})"

@@ -95,9 +95,13 @@ class Settling:
             return
         self._catch_gates(what)
         m = self.model
-        sender_known = m.held_save is not None or (m.put_failures == 0 and self._marker(what))
-        receiver_known = m.held_get is not None or self._quiet_rounds(what)
-        grace = GRACE if sender_known and receiver_known else self.timeout
+        if m.held_save is None and m.put_failures == 0:
+            self._await_marker(what)  # the SAVE thread finished what was saved before now
+        if m.held_get is None:
+            self._await_quiet_round(what)  # the RECV thread went round once with nothing new
+        # Pending injected put failures: retries may still run, so the counts get the
+        # full liveness timeout; otherwise both threads were just seen done or held.
+        grace = GRACE if m.held_save is not None or m.put_failures == 0 else self.timeout
         history = self.world.history
         reached = history.wait_for(lambda c: differs(c, m) is not None, grace)
         diff = differs(history.counts_copy(), m)
@@ -118,8 +122,9 @@ class Settling:
         self._oracles(what, quiescent=False)
         self._compare_sent(what)
 
-    def _marker(self, what: str) -> bool:
-        """Save a final chunk for MARKER and wait for its put: the FIFO before it is done."""
+    def _await_marker(self, what: str) -> None:
+        """Save a final chunk for MARKER and wait for its put: the FIFO before it is done.
+        Fails the step (R23) if the put does not come."""
         self._markers += 1
         obj = [MARKER, self._markers]
         self.model.save(MARKER, copy.deepcopy(obj), True)
@@ -143,10 +148,10 @@ class Settling:
                     )
                 ],
             )
-        return True
 
-    def _quiet_rounds(self, what: str) -> bool:
-        """Wait for a RECV round, begun after now, in which no get found anything (watch)."""
+    def _await_quiet_round(self, what: str) -> None:
+        """Wait for a RECV round, begun after now, in which no get found anything (watch).
+        Fails the step (R17) if none comes."""
         history = self.world.history
         start = history.tick()
         m = self.model
@@ -167,7 +172,6 @@ class Settling:
                     )
                 ],
             )
-        return True
 
     def _catch_gates(self, what: str) -> None:
         """A hold the model expects must be reached by the adapter's thread in time."""

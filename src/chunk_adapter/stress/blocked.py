@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from ..connectors import Gate
 from ..factory import AdapterFactory
@@ -32,14 +31,7 @@ from .report import DEFAULT_SEED, StressReport
 from .rig import Rig, Watchdog
 from .scheduler import Scheduler
 from .streams import FAST_OPTIONS
-from .verdicts import (
-    FREE_STOP_BOUND,
-    judge_counters,
-    judge_history,
-    judge_stops,
-    judge_threads_alive,
-    switch_interval,
-)
+from .verdicts import judge_delivery, judge_shutdown, switch_interval
 
 __all__ = ["blocked_work"]
 
@@ -157,35 +149,26 @@ def blocked_work(
                     sched.save(rid, {"rid": rid, "n": 1}, True)
             everyone = set(plan) | set(held)
             t0 = time.monotonic()
-            progress = sched.run_until(lambda: sched.finished >= everyone, deadline, until)
-            complete = progress == "done"
-            report.measure("seconds_to_complete", time.monotonic() - t0)
-            if progress == "stalled":
-                missing = sorted(everyone - sched.finished)
-                report.fail(
-                    "R23",
-                    f"{len(missing)} streams had no final handed out after the gates opened, "
-                    f"and nothing was handed out for {deadline}s: e.g. {missing[:5]}",
-                )
-            judge_threads_alive(report, rig, started)
-            put_tries: Any = getattr(adapter, "put_tries", None)
-            judge_history(
+            complete = judge_delivery(
                 report,
-                rig.history,
-                quiescent=progress != "budget",  # done, or stalled: what is missing is missing
-                put_tries=put_tries if isinstance(put_tries, int) else None,
+                sched,
+                rig,
+                started,
+                everyone,
+                since=t0,
+                deadline=deadline,
+                until=until,
+                when=" after the gates opened",
             )
-            if progress == "budget":
-                report.stop_at_budget(f"{len(everyone - sched.finished)} streams still arriving")
         except Exception as exc:  # a scheduler call raised: a finding, reported with the seed
             complete = False
             report.fail("error", f"the scheduler thread's call raised {exc!r}")
         finally:
             stopped = sched.stop_each(10.0, rig.history)
             rig.release_all()
-        judge_stops(report, stopped, FREE_STOP_BOUND)
-        if all(o.returned for _, o in stopped) and complete:
-            judge_counters(report, sched.stats(), rig.history, nonfinal_saves)
+        judge_shutdown(
+            report, sched, rig, stopped, complete=complete, nonfinal_saves=nonfinal_saves
+        )
     slow = sorted(sched.timing.slow, reverse=True)
     if any(f.startswith("R3:") for f in report.failures) or (slow and slow[0][0] > 10 * call_bound):
         for elapsed, name, call_rid in slow[:10]:

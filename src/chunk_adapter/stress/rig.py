@@ -19,7 +19,6 @@ wait for "the connector was called" on a condition instead of sleeping.
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from ..bed.pair import AdapterPair
 from ..connectors import (
     FaultRule,
     FaultyConnector,
@@ -36,7 +36,7 @@ from ..connectors import (
     RecordingConnector,
 )
 from ..connectors.base import Connector, ConnectorWrapper
-from ..factory import AdapterFactory, AdapterLike
+from ..factory import AdapterFactory, AdapterLike, accepted_options
 from ..history import History
 
 __all__ = [
@@ -48,7 +48,6 @@ __all__ = [
     "Rig",
     "Watch",
     "Watchdog",
-    "accepted_options",
     "make_adapter",
     "setting",
 ]
@@ -144,31 +143,12 @@ class Watchdog:
         return self.fired.is_set()
 
 
-def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
-    """The subset of *options* the factory's signature takes (all, if it has ``**kwargs``)."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return {}
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return dict(options)
-    return {k: v for k, v in options.items() if k in params}
-
-
-class Pipeline:
+class Pipeline(AdapterPair[AdapterLike]):
     """A sender and a receiver (or one loopback adapter), driven as one scheduler drives them.
 
     The sending calls go to :attr:`sender`, the receiving ones to
     :attr:`receiver`; ``stop()`` stops the sender, then the receiver.
     """
-
-    def __init__(self, sender: AdapterLike, receiver: AdapterLike) -> None:
-        self.sender = sender
-        self.receiver = receiver
-
-    @property
-    def loopback(self) -> bool:
-        return self.sender is self.receiver
 
     @property
     def sides(self) -> list[tuple[str, AdapterLike]]:
@@ -176,28 +156,6 @@ class Pipeline:
         if self.loopback:
             return [("adapter", self.sender)]
         return [("sender", self.sender), ("receiver", self.receiver)]
-
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        self.sender.save_async(request_id, obj, is_final)
-
-    def cancel_sender(self, request_id: str) -> None:
-        self.sender.cancel_sender(request_id)
-
-    def load_async(self, request_id: str) -> None:
-        self.receiver.load_async(request_id)
-
-    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
-        return self.receiver.poll_ready()
-
-    def cleanup_receiver(self, request_id: str) -> None:
-        self.receiver.cleanup_receiver(request_id)
-
-    def stop(self) -> None:
-        try:
-            self.sender.stop()
-        finally:
-            if not self.loopback:
-                self.receiver.stop()
 
     def stats(self) -> Any | None:
         """Both sides' ``stats()`` counters added up (``None`` if the adapters have none).

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..bed.waiting import call_in_thread
 from ..history import History
 from ..oracles.records import RecordedPipeline
 from .rig import HELPER_PREFIX, Pipeline
@@ -177,23 +178,7 @@ def timed_stop(
     With a *history*, ``end_seq`` is a sequence number taken right after
     ``stop`` returned: a put whose ``begin`` is later started after ``stop()``.
     """
-    done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        start = time.perf_counter()
-        try:
-            stop()
-        except BaseException as exc:  # reported as a finding by the caller
-            box["error"] = exc
-        finally:
-            box["elapsed"] = time.perf_counter() - start
-            if history is not None:
-                box["end_seq"] = history.tick()
-            done.set()
-
-    thread = threading.Thread(target=run, name=f"{HELPER_PREFIX}stop", daemon=True)
-    thread.start()
-    if not done.wait(timeout):
-        return StopOutcome(None, None, thread)
-    return StopOutcome(box["elapsed"], box.get("error"), thread, box.get("end_seq"))
+    outcome = call_in_thread(
+        stop, timeout, f"{HELPER_PREFIX}stop", None if history is None else history.tick
+    )
+    return StopOutcome(outcome.elapsed, outcome.error, outcome.thread, outcome.after)

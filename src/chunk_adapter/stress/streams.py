@@ -27,14 +27,7 @@ from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
 from .rig import LOOPBACK_STAGE, STAGE, Rig
 from .scheduler import Scheduler
-from .verdicts import (
-    FREE_STOP_BOUND,
-    judge_counters,
-    judge_history,
-    judge_stops,
-    judge_threads_alive,
-    switch_interval,
-)
+from .verdicts import judge_delivery, judge_shutdown, switch_interval
 
 __all__ = ["build_faults", "get_faults", "put_faults", "run_streams"]
 
@@ -154,39 +147,18 @@ def run_streams(
                     sched.drain()
             for rid in late:
                 sched.load(rid)
-            progress = sched.run_until(lambda: len(sched.finished) == len(plan), deadline, until)
-            complete = progress == "done"
-            report.measure("seconds_to_complete", time.monotonic() - t0)
-            if progress == "stalled":
-                missing = sorted(set(plan) - sched.finished)
-                report.fail(
-                    "R23",
-                    f"{len(missing)} of {len(plan)} streams had no final handed out, and "
-                    f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not "
-                    "put, or not received)",
-                )
-            judge_threads_alive(report, rig, started)
-            put_tries = getattr(adapter, "put_tries", None)
-            judge_history(
-                report,
-                rig.history,
-                quiescent=progress != "budget",  # done, or stalled: what is missing is missing
-                put_tries=put_tries if isinstance(put_tries, int) else None,
+            complete = judge_delivery(
+                report, sched, rig, started, set(plan), since=t0, deadline=deadline, until=until
             )
-            if progress == "budget":
-                report.stop_at_budget(
-                    f"{len(plan) - len(sched.finished)} of {len(plan)} streams still being "
-                    "delivered"
-                )
         except Exception as exc:  # a scheduler call raised: a finding, reported with the seed
             complete = False
             report.fail("error", f"the scheduler thread's call raised {exc!r}")
         finally:
             stopped = sched.stop_each(10.0, rig.history)
             rig.release_all()
-        judge_stops(report, stopped, FREE_STOP_BOUND)
-        if all(o.returned for _, o in stopped) and complete:
-            judge_counters(report, sched.stats(), rig.history, nonfinal_saves)
+        judge_shutdown(
+            report, sched, rig, stopped, complete=complete, nonfinal_saves=nonfinal_saves
+        )
     report.measure("scheduler_calls", sched.timing.calls)
     report.measure("slowest_call_seconds", sched.timing.worst)
     report.measure("puts_failed", rig.faulty.injected["put"])

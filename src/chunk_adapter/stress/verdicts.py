@@ -9,6 +9,7 @@ the recording.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,7 +19,7 @@ from ..oracles import check
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
 from .rig import Rig
-from .scheduler import StopOutcome
+from .scheduler import Scheduler, StopOutcome
 
 __all__ = [
     "FREE_STOP_BOUND",
@@ -26,7 +27,9 @@ __all__ = [
     "TINY_SWITCH_INTERVAL",
     "blocked_stop_bound",
     "judge_counters",
+    "judge_delivery",
     "judge_history",
+    "judge_shutdown",
     "judge_stop",
     "judge_stops",
     "judge_threads_alive",
@@ -118,3 +121,62 @@ def switch_interval(interval: float | None) -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(old)
+
+
+def judge_delivery(
+    report: StressReport,
+    sched: Scheduler,
+    rig: Rig,
+    started: list[Any],
+    expected: set[str],
+    *,
+    since: float,
+    deadline: float,
+    until: float | None,
+    when: str = "",
+) -> bool:
+    """Poll until every stream in *expected* had its final handed out, then judge the run.
+
+    Streams still missing once nothing at all was handed out for *deadline*
+    seconds fail R23 (*when* says after what, e.g. " after the gates opened");
+    reaching *until* (the stage's budget) stops the scenario as incomplete
+    instead. Then the threads that must be alive and the oracles over the
+    history. ``True`` when every stream arrived (the counters can be compared).
+    """
+    progress = sched.run_until(lambda: sched.finished >= expected, deadline, until)
+    report.measure("seconds_to_complete", time.monotonic() - since)
+    missing = sorted(expected - sched.finished)
+    if progress == "stalled":
+        report.fail(
+            "R23",
+            f"{len(missing)} of {len(expected)} streams had no final handed out{when}, and "
+            f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not put, "
+            "or not received)",
+        )
+    judge_threads_alive(report, rig, started)
+    put_tries = getattr(sched.adapter, "put_tries", None)
+    judge_history(
+        report,
+        rig.history,
+        quiescent=progress != "budget",  # done, or stalled: what is missing is missing
+        put_tries=put_tries if isinstance(put_tries, int) else None,
+    )
+    if progress == "budget":
+        report.stop_at_budget(f"{len(missing)} of {len(expected)} streams still being delivered")
+    return progress == "done"
+
+
+def judge_shutdown(
+    report: StressReport,
+    sched: Scheduler,
+    rig: Rig,
+    stopped: list[tuple[str, StopOutcome]],
+    *,
+    complete: bool,
+    nonfinal_saves: int,
+) -> None:
+    """``stop()`` of each side within :data:`FREE_STOP_BOUND`; when every stream arrived and
+    every side stopped, the adapters' counters against the recording."""
+    judge_stops(report, stopped, FREE_STOP_BOUND)
+    if all(o.returned for _, o in stopped) and complete:
+        judge_counters(report, sched.stats(), rig.history, nonfinal_saves)

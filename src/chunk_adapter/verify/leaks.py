@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from ..bed.waiting import Hang, call_bounded, stopping, wait_until
 from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
-from .bounded import Hang, bounded, stopping, wait_until
 
 __all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "N", "Undecided", "probe_bounded_state"]
 
@@ -67,8 +67,10 @@ class _Pipeline:
 
     def __init__(self, factory: Factory) -> None:
         self.conn = MemoryConnector(consume_on_get=True, history=0)
-        self.snd = bounded(lambda: factory(self.conn, stage_id=0), FACTORY, "the factory (sender)")
-        self.rcv = bounded(
+        self.snd = call_bounded(
+            lambda: factory(self.conn, stage_id=0), FACTORY, "the factory (sender)"
+        )
+        self.rcv = call_bounded(
             lambda: factory(self.conn, stage_id=1), FACTORY, "the factory (receiver)"
         )
         self.prefix = 0
@@ -128,7 +130,7 @@ class _Pipeline:
         """*ids* request ids in batches; each batch bounded as a whole (one helper thread,
         not one per call: thousands of calls)."""
         for _ in range(ids // BATCH):
-            bounded(lambda: self.batch(BATCH), BATCH_BOUND, f"a batch of {BATCH} request ids")
+            call_bounded(lambda: self.batch(BATCH), BATCH_BOUND, f"a batch of {BATCH} request ids")
 
     def depths(self) -> dict[str, int]:
         """The depth-like counts of both adapters' ``stats()`` (summed), if they have one."""
@@ -145,7 +147,7 @@ def _stats(adapter: AdapterLike) -> dict[str, Any]:
     if not callable(fn):
         return {}
     try:
-        value = bounded(fn, CALL, "stats()")
+        value = call_bounded(fn, CALL, "stats()")
     except Exception:  # stats() is optional and not part of the contract
         return {}
     if is_dataclass(value) and not isinstance(value, type):

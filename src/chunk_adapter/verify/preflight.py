@@ -11,9 +11,9 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
+from ..bed.waiting import Hang, call_bounded
 from ..connectors import MemoryConnector
 from ..factory import AdapterFactory
-from .bounded import Hang, bounded
 
 __all__ = ["BUILD_BOUND", "METHODS", "preflight"]
 
@@ -32,7 +32,7 @@ def preflight(factory: AdapterFactory, spec: str) -> str | None:
         for stage_id in (0, 1):
             call = f"factory(connector, stage_id={stage_id})"
             try:
-                adapter = bounded(
+                adapter = call_bounded(
                     lambda stage_id=stage_id: factory(connector, stage_id=stage_id),  # type: ignore[misc]
                     BUILD_BOUND,
                     call,
@@ -60,5 +60,5 @@ def preflight(factory: AdapterFactory, spec: str) -> str | None:
         # A hang or a raise in stop() is the examples stage's to judge (R18), not ours:
         # give both stops a short shared bound and leave the rest to the process's exit.
         with suppress(Exception):
-            bounded(lambda: [getattr(a, "stop", lambda: None)() for a in built], 3.0, "stop()")
+            call_bounded(lambda: [getattr(a, "stop", lambda: None)() for a in built], 3.0, "stop()")
     return None

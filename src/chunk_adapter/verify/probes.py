@@ -3,7 +3,7 @@
 Each probe drives a fresh pair of adapters through one short scripted scenario
 (gates, not sleeps, force the interleavings) and raises ``AssertionError``
 naming the rule when the adapter does something the contract forbids. Every
-adapter call is bounded (:func:`~chunk_adapter.verify.bounded.bounded`).
+adapter call is bounded (:func:`~chunk_adapter.bed.waiting.call_bounded`).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..bed.waiting import Hang, call_bounded, holds_for, stopping, wait_until
 from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
-from .bounded import Hang, bounded, stopping, wait_until
 from .leaks import Undecided, probe_bounded_state
 from .result import CheckResult, rules_named_in
 
@@ -36,7 +36,7 @@ def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
 def probe_bad_input(factory: AdapterFactory) -> None:
     """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
     conn = RecordingConnector(MemoryConnector())
-    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
     with stopping(snd, seconds=CALL):
         calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
             ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
@@ -52,11 +52,13 @@ def probe_bad_input(factory: AdapterFactory) -> None:
         ]
         for text, call, expected in calls:
             try:
-                bounded(call, CALL, text)
+                call_bounded(call, CALL, text)
             except expected:
                 continue
             raise AssertionError(f"R21: {text} did not raise {expected.__name__} at the call")
-        bounded(lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)")
+        call_bounded(
+            lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)"
+        )
         wait_until(lambda: bool(conn.puts), ARRIVE, "the put of b's good final")
         assert conn.puts[0] == "b_0_0", (
             f"R21: after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
@@ -67,15 +69,15 @@ def probe_bad_input(factory: AdapterFactory) -> None:
 def probe_stop(factory: AdapterFactory) -> None:
     """R18, R19: idle stop is prompt and idempotent; afterwards calls fail or still work."""
     conn = RecordingConnector(MemoryConnector())
-    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
-    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
-    bounded(lambda: rcv.load_async("s"), CALL, "load_async('s')")
-    bounded(lambda: snd.save_async("s", "x", True), CALL, "save_async('s', 'x', True)")
+    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    call_bounded(lambda: rcv.load_async("s"), CALL, "load_async('s')")
+    call_bounded(lambda: snd.save_async("s", "x", True), CALL, "save_async('s', 'x', True)")
     wait_until(lambda: _got_ok_get(conn, "s_0_0"), ARRIVE, "the get of s_0_0")
     for adapter in (snd, rcv):
         start = time.monotonic()
-        bounded(adapter.stop, STOP_IDLE, "stop() of an idle adapter (R18)")
-        bounded(adapter.stop, STOP_IDLE, "a second stop() (R18)")
+        call_bounded(adapter.stop, STOP_IDLE, "stop() of an idle adapter (R18)")
+        call_bounded(adapter.stop, STOP_IDLE, "a second stop() (R18)")
         assert time.monotonic() - start < STOP_IDLE * 2
     for text, call in [
         ("save_async", lambda: snd.save_async("t", 1, False)),
@@ -83,42 +85,42 @@ def probe_stop(factory: AdapterFactory) -> None:
         ("load_async", lambda: rcv.load_async("t")),
     ]:
         try:
-            bounded(call, CALL, f"{text} after stop()")
+            call_bounded(call, CALL, f"{text} after stop()")
         except RuntimeError:
             continue
         raise AssertionError(f"R19: {text} after stop() did not raise RuntimeError")
     ready: dict[str, Any] = {}
     wait_until(  # the get returned before stop; its commit may lag a moment
-        lambda: bool(ready.update(bounded(rcv.poll_ready, CALL, "poll_ready()")) or ready),
+        lambda: bool(ready.update(call_bounded(rcv.poll_ready, CALL, "poll_ready()")) or ready),
         CALL,
         "R19: poll_ready after stop() handing out the chunk received before it",
     )
     assert ready == {"s": [{"data": "x", "finished": True}]}, f"R19: poll_ready gave {ready}"
-    bounded(lambda: rcv.cleanup_receiver("s"), CALL, "cleanup_receiver after stop()")
+    call_bounded(lambda: rcv.cleanup_receiver("s"), CALL, "cleanup_receiver after stop()")
 
 
 def probe_cleanup_fence(factory: AdapterFactory) -> None:
     """R16: a value whose get was in flight across cleanup_receiver never shows up."""
     gated = GatedConnector(MemoryConnector())
     conn = RecordingConnector(gated)
-    snd = bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
-    rcv = bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
     with stopping(snd, rcv, seconds=STOP_BLOCKED, first=gated.release_all):
-        bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
+        call_bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
         wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
         gate = gated.hold_get("c_0_0")
-        bounded(lambda: rcv.load_async("c"), CALL, "load_async('c')")
+        call_bounded(lambda: rcv.load_async("c"), CALL, "load_async('c')")
         assert gate.wait_started(ARRIVE), "R23: the receiver never asked for c_0_0"
-        bounded(lambda: rcv.cleanup_receiver("c"), CALL, "cleanup_receiver('c')")
+        call_bounded(lambda: rcv.cleanup_receiver("c"), CALL, "cleanup_receiver('c')")
         gate.release()
         wait_until(lambda: _got_ok_get(conn, "c_0_0"), ARRIVE, "the held get returning")
         # Let the RECV thread finish what it does with that value: one more round trip.
-        bounded(lambda: snd.save_async("d", "probe", True), CALL, "save_async('d', ...)")
-        bounded(lambda: rcv.load_async("d"), CALL, "load_async('d')")
+        call_bounded(lambda: snd.save_async("d", "probe", True), CALL, "save_async('d', ...)")
+        call_bounded(lambda: rcv.load_async("d"), CALL, "load_async('d')")
         seen: dict[str, list[Any]] = {}
 
         def arrived(request_id: str) -> bool:
-            for rid, chunks in bounded(rcv.poll_ready, CALL, "poll_ready()").items():
+            for rid, chunks in call_bounded(rcv.poll_ready, CALL, "poll_ready()").items():
                 seen.setdefault(rid, []).extend(chunks)
             return request_id in seen
 
@@ -127,7 +129,7 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
             f"R16: poll_ready handed out {seen['c']} for 'c' after cleanup_receiver('c') "
             "returned (its get was in flight during the cleanup)"
         )
-        bounded(lambda: rcv.load_async("c"), CALL, "load_async('c') again")
+        call_bounded(lambda: rcv.load_async("c"), CALL, "load_async('c') again")
         wait_until(lambda: arrived("c"), ARRIVE, "c_0_0 for the new registration")
         assert seen["c"] == [{"data": "old", "finished": False}], (
             f"R16: a new registration of 'c' got {seen['c']}, expected chunk 0 once"
@@ -139,19 +141,18 @@ def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     conn = RecordingConnector(MemoryConnector())
     builder = GatedBuilder(history=conn.history)
     gate = builder.hold("x")
-    snd = bounded(lambda: factory(conn, stage_id=0, build_payload=builder), FACTORY, "the factory")
+    snd = call_bounded(
+        lambda: factory(conn, stage_id=0, build_payload=builder), FACTORY, "the factory"
+    )
     try:
-        bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
+        call_bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
         assert gate.wait_started(ARRIVE), "R23: the build of 'x' never started"
-        bounded(snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever (R18)")
+        call_bounded(snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever (R18)")
     finally:
         builder.release_all()
     wait_until(lambda: bool(conn.history.records(BuildCall)), CALL, "the released build returning")
     # A put would follow the build within microseconds; give it half a second to show.
-    deadline = time.monotonic() + 0.5
-    while time.monotonic() < deadline and not conn.puts:
-        time.sleep(0.005)
-    assert not conn.puts, f"R18: {conn.puts} put after stop() returned"
+    assert holds_for(lambda: not conn.puts, 0.5), f"R18: {conn.puts} put after stop() returned"
 
 
 PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (

@@ -1,0 +1,165 @@
+"""Bounded calls and waits: the one place a driver or a test waits with a deadline.
+
+Every wait here has a deadline recomputed from ``time.monotonic()``, so a hung
+adapter becomes a finding (or a failed test), never a hung tool:
+
+- :func:`call_in_thread` runs a call on a daemon helper thread and waits at
+  most a bound for it; the :class:`Outcome` says whether it returned, what it
+  returned or raised, and how long it took. An abandoned helper is left
+  running (the callers are test processes, or verify workers that exit).
+- :func:`call_bounded` is that call for a caller that wants the value:
+  :class:`Hang` if it did not return in time, its exception re-raised.
+- :func:`wait_until` polls a predicate until it holds (:class:`Hang` after the
+  bound); :func:`holds_for` watches one for a fixed window, to show that
+  something does *not* happen (never to wait for something to happen).
+- :func:`stopping` stops adapters, bounded, when a block ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+__all__ = [
+    "POLL_INTERVAL",
+    "Hang",
+    "Outcome",
+    "call_bounded",
+    "call_in_thread",
+    "holds_for",
+    "stopping",
+    "wait_until",
+]
+
+T = TypeVar("T")
+
+POLL_INTERVAL = 0.001
+"""Seconds between two looks at a predicate (a look is cheap; the wait is what is bounded)."""
+
+
+class Hang(AssertionError):
+    """A call did not return, or a condition did not come about, within its bound."""
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """What :func:`call_in_thread` saw: ``elapsed`` is ``None`` when the call had not
+    returned within the bound (it may still be running on :attr:`thread`)."""
+
+    thread: threading.Thread
+    elapsed: float | None = None
+    value: T | None = None
+    error: BaseException | None = None
+    after: Any = None  # what the *after* hook returned, on the helper thread
+
+    @property
+    def returned(self) -> bool:
+        return self.elapsed is not None
+
+
+def call_in_thread(
+    fn: Callable[[], T],
+    seconds: float,
+    name: str,
+    after: Callable[[], Any] | None = None,
+) -> Outcome[T]:
+    """Call *fn* on a daemon thread named *name*; wait at most *seconds* for it.
+
+    *after*, if given, is called on the helper thread right after *fn* ended
+    (returned or raised): a history's sequence number taken there orders
+    later events after the call.
+    """
+    box: dict[str, Any] = {}
+    # done: set by the helper thread once fn ended and *after* ran; the caller waits on it.
+    done = threading.Event()
+
+    def run() -> None:
+        start = time.perf_counter()
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed back to the caller through the outcome
+            box["error"] = exc
+        finally:
+            box["elapsed"] = time.perf_counter() - start
+            if after is not None:
+                box["after"] = after()
+            done.set()
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    if not done.wait(seconds):
+        return Outcome(thread)
+    return Outcome(thread, box["elapsed"], box.get("value"), box.get("error"), box.get("after"))
+
+
+def call_bounded(fn: Callable[[], T], seconds: float, what: str, name: str = "") -> T:
+    """Return ``fn()``; raise :class:`Hang` if it has not returned after *seconds*.
+
+    An exception from *fn* is re-raised here. *name* names the helper thread
+    (default ``"bounded-" + what``).
+    """
+    outcome = call_in_thread(fn, seconds, name or f"bounded-{what}")
+    if not outcome.returned:
+        raise Hang(f"{what} did not return within {seconds:g} s")
+    if outcome.error is not None:
+        raise outcome.error
+    value: T = outcome.value  # type: ignore[assignment]  # fn returned: value is its result
+    return value
+
+
+def wait_until(
+    predicate: Callable[[], object],
+    seconds: float,
+    what: str,
+    detail: Callable[[], str] | None = None,
+    interval: float = POLL_INTERVAL,
+) -> None:
+    """Look at *predicate* every *interval* seconds until it holds; :class:`Hang` after
+    *seconds*, naming *what* and, with *detail*, the state it ended in."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() >= deadline:
+            state = f"; state: {detail()}" if detail is not None else ""
+            raise Hang(f"{what} did not happen within {seconds:g} s{state}")
+        time.sleep(interval)
+
+
+def holds_for(
+    predicate: Callable[[], object], window: float, interval: float = POLL_INTERVAL
+) -> bool:
+    """Whether *predicate* stays true for *window* seconds: ``False`` as soon as it breaks.
+
+    An observation, not a wait: use it to show that something does not happen.
+    """
+    deadline = time.monotonic() + window
+    while predicate():
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(interval)
+    return False
+
+
+@contextmanager
+def stopping(
+    *adapters: Any, seconds: float = 2.0, first: Callable[[], None] = lambda: None
+) -> Iterator[None]:
+    """Stop *adapters* (bounded) when the block ends, after calling *first* (release gates).
+
+    After a failure in the block they are stopped quietly, so the first
+    finding stands instead of a hang in the clean-up hiding it.
+    """
+    try:
+        yield
+    except BaseException:
+        first()
+        for adapter in adapters:
+            with suppress(Exception):
+                call_bounded(adapter.stop, seconds, "stop()")
+        raise
+    first()
+    for adapter in adapters:
+        call_bounded(adapter.stop, seconds, "stop()")

@@ -1,0 +1,1 @@
+"""The real connectors (shared memory, Redis) end to end."""

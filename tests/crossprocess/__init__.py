@@ -1,0 +1,1 @@
+"""Adapters in separate processes over real connectors."""

@@ -1,0 +1,1 @@
+"""The interleaving explorer."""

@@ -1,0 +1,1 @@
+"""The Hypothesis state machines and the pipeline adapters they check."""

@@ -1,0 +1,1 @@
+"""The stress scenarios."""

@@ -1,0 +1,1 @@
+"""Fast tests of the reference adapter, the oracles and the helpers under every driver."""
