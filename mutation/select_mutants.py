@@ -9,8 +9,9 @@ each reported with its count (docs/quality.md, "What is mutated"):
    functions in ``[cosmic-ray.filters.chunk-adapter]`` ``exclude-definitions``
    (``check_invariants``, ``stats``, ``__repr__``, ``threads``: verify checks
    the adapter as a black box through the contract's calls and never calls
-   them) and the arguments of ``self.log.*`` calls (log text is not part of
-   the contract).
+   them), the arguments of ``self.log.*`` calls (log text is not part of
+   the contract), and type annotations (never evaluated: the modules use
+   ``from __future__ import annotations``, so such a mutant is equivalent).
 2. **One per site**: an operator family (``ReplaceBinaryOperator``,
    ``ReplaceComparisonOperator`` ...) makes up to 10 mutants at one source
    position (``+`` to ``-``, ``*``, ``/`` ...); one of them, chosen by the
@@ -30,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Mutant", "Selection", "log_call_spans", "select"]
+__all__ = ["Mutant", "Selection", "annotation_spans", "log_call_spans", "select"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,24 @@ def log_call_spans(source: str) -> list[Span]:
     return spans
 
 
+def annotation_spans(source: str) -> list[Span]:
+    """The (start, end) positions of every annotation: arguments, returns, annotated names."""
+    spans: list[Span] = []
+    for node in ast.walk(ast.parse(source)):
+        found: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for ann in found:
+            if ann is None or ann.end_lineno is None or ann.end_col_offset is None:
+                continue
+            spans.append(((ann.lineno, ann.col_offset), (ann.end_lineno, ann.end_col_offset)))
+    return spans
+
+
 def _is_log(func: ast.expr) -> bool:
     if isinstance(func, ast.IfExp):
         return _is_log(func.body) and _is_log(func.orelse)
@@ -92,6 +111,12 @@ def _is_log(func: ast.expr) -> bool:
         and isinstance(func.value.value, ast.Name)
         and func.value.value.id == "self"
     )
+
+
+def _out_of_scope_spans(source: str) -> list[Span]:
+    if "from __future__ import annotations" not in source:
+        return log_call_spans(source)  # annotations are evaluated: mutants there count
+    return log_call_spans(source) + annotation_spans(source)
 
 
 def _inside(pos: tuple[int, int], spans: Iterable[Span]) -> bool:
@@ -111,7 +136,7 @@ def select(
         raise ValueError(f"sample must be a positive number of sites or None, got {sample!r}")
     excluded = set(exclude_definitions)
     spans = {
-        module: log_call_spans((root / module).read_text(encoding="utf-8"))
+        module: _out_of_scope_spans((root / module).read_text(encoding="utf-8"))
         for module in {m.module for m in mutants}
     }
     in_scope = [

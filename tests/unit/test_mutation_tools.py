@@ -94,8 +94,9 @@ def test_import_guard_reports_a_copy_that_is_not_imported(tmp_path: Path) -> Non
 
 
 SOURCE = """\
+from __future__ import annotations
 class A:
-    def f(self, x):
+    def f(self, x: int | None) -> int:
         self.log.warning("x=%d", x + 1)
         (self.log.warning if x else self.log.debug)("y=%d", x - 1)
         return x + 1
@@ -108,23 +109,24 @@ class A:
 def _mutants(module: str) -> list[Any]:
     m = sm.Mutant
     return [
-        m(module, "core/ReplaceBinaryOperator_Add_Sub", 0, 3, 36, "f"),  # in a log call
-        m(module, "core/ReplaceBinaryOperator_Sub_Add", 0, 4, 63, "f"),  # in a log call
+        m(module, "core/ReplaceBinaryOperator_Add_Sub", 0, 4, 36, "f"),  # in a log call
+        m(module, "core/ReplaceBinaryOperator_Sub_Add", 0, 5, 63, "f"),  # in a log call
         *(
-            m(module, f"core/ReplaceBinaryOperator_Add_{o}", 1, 5, 15, "f")
+            m(module, f"core/ReplaceBinaryOperator_Add_{o}", 1, 6, 15, "f")
             for o in ["Sub", "Mul", "Div"]
         ),
-        m(module, "core/NumberReplacer", 2, 5, 17, "f"),
-        m(module, "core/ReplaceComparisonOperator_GtE_Lt", 0, 8, 15, "check_invariants"),
+        m(module, "core/NumberReplacer", 2, 6, 17, "f"),
+        m(module, "core/ReplaceBinaryOperator_BitOr_BitAnd", 0, 3, 23, "f"),  # annotation
+        m(module, "core/ReplaceComparisonOperator_GtE_Lt", 0, 9, 15, "check_invariants"),
     ]
 
 
 def test_log_call_arguments_are_found() -> None:
     spans = sm.log_call_spans(SOURCE)
-    assert ((3, 25), (3, 31)) in spans  # the format string
-    assert ((3, 33), (3, 38)) in spans  # x + 1
-    assert ((4, 60), (4, 65)) in spans  # x - 1 of the conditional logger
-    assert all(start[0] in (3, 4) for start, _ in spans)  # not the return on line 5
+    assert ((4, 25), (4, 31)) in spans  # the format string
+    assert ((4, 33), (4, 38)) in spans  # x + 1
+    assert ((5, 60), (5, 65)) in spans  # x - 1 of the conditional logger
+    assert all(start[0] in (4, 5) for start, _ in spans)  # not the return on line 6
 
 
 def test_selection_scopes_then_takes_one_per_site(tmp_path: Path) -> None:
@@ -133,8 +135,14 @@ def test_selection_scopes_then_takes_one_per_site(tmp_path: Path) -> None:
     sel = sm.select(
         mutants, exclude_definitions=["check_invariants"], sample=None, seed=1, root=tmp_path
     )
-    assert (sel.generated, sel.out_of_scope, sel.sites) == (len(mutants), 3, 2)
-    assert [(m.line, m.col) for m in sel.chosen] == [(5, 15), (5, 17)]
+    assert (sel.generated, sel.out_of_scope, sel.sites) == (len(mutants), 4, 2)
+    assert [(m.line, m.col) for m in sel.chosen] == [(6, 15), (6, 17)]
+    # without the __future__ import annotations are evaluated: a mutant there counts
+    (tmp_path / "m.py").write_text(SOURCE.replace("from __future__ import annotations", "#"))
+    sel = sm.select(
+        mutants, exclude_definitions=["check_invariants"], sample=None, seed=1, root=tmp_path
+    )
+    assert [(m.line, m.col) for m in sel.chosen] == [(3, 23), (6, 15), (6, 17)]
 
 
 def test_sample_is_seeded_and_bounded(tmp_path: Path) -> None:
