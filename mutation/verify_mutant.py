@@ -58,7 +58,16 @@ def classify(exit_code: int | None, report: dict[str, Any] | None) -> tuple[str,
         if report is not None and report.get("verdict") == "violation":
             failed = [r["rule"] for r in report.get("rules", []) if r.get("verdict") == "FAIL"]
             root = _root_rules(report)
-            return "killed", "verify exit 1: violation of " + ",".join(root or failed or ["?"])
+            checks = [
+                f"{c.get('stage')}/{c.get('name')}"
+                for c in report.get("checks", [])
+                if c.get("verdict") == "fail"
+            ]
+            return "killed", (
+                "verify exit 1: violation of "
+                + ",".join(root or failed or ["?"])
+                + (f" [{'; '.join(checks)}]" if checks else "")
+            )
         return "incompetent", "verify exit 1 without a violation report: it crashed"
     if exit_code == 0:
         return "survived", "verify exit 0: pass"

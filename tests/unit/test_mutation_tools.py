@@ -29,7 +29,10 @@ sm = _load("select_mutants")
 
 
 def _report(verdict: str, failed: list[list[str]]) -> dict[str, Any]:
-    checks = [{"verdict": "fail", "rules": rules} for rules in failed]
+    checks = [
+        {"stage": "s", "name": f"c{i}", "verdict": "fail", "rules": rules}
+        for i, rules in enumerate(failed)
+    ]
     rules = sorted({r for rs in failed for r in rs})
     return {
         "verdict": verdict,
@@ -41,7 +44,7 @@ def _report(verdict: str, failed: list[list[str]]) -> dict[str, Any]:
 def test_confirmed_violation_is_a_kill_named_by_its_root_causes() -> None:
     outcome, why = vm.classify(1, _report("violation", [["R16", "R14"], ["R9", "R11"]]))
     assert outcome == "killed"
-    assert why.endswith("violation of R16,R9")
+    assert why.endswith("violation of R16,R9 [s/c0; s/c1]")
     assert vm.exit_status(outcome) == 1
 
 

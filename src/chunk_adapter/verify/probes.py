@@ -18,6 +18,7 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
 from .bounded import Hang, bounded, stopping, wait_until
+from .probes_pacing import probe_prompt_handoff
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -158,6 +159,7 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
     ("stop and after", ("R18", "R19"), probe_stop),
     ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
     ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
+    ("prompt hand-off", ("R17",), probe_prompt_handoff),
 )
 
 
