@@ -219,9 +219,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fail-under", type=float, help="exit 1 when the score (0..1) is below this"
     )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="re-read the finished run under --out and rewrite its report with the judgments "
+        "now in the config (after judging survivors)",
+    )
     args = parser.parse_args(argv)
     config = load_settings(args.config)
     ours = config.get("filters", {}).get("chunk-adapter", {})
+    if args.report_only:
+        recorded = args.out.resolve() / "run.json"
+        if not recorded.exists():
+            parser.error(f"--report-only: no finished run under {args.out} ({recorded} missing)")
+        return _report(args.out.resolve(), json.loads(recorded.read_text()), ours, args.fail_under)
     jobs = args.jobs or int(ours.get("jobs", 1))
     seed = args.seed if args.seed is not None else int(ours.get("seed", 0))
     sample = None if args.all or args.only else (args.sample or ours.get("sample"))
@@ -299,10 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     for proc in procs:
         proc.wait()
 
-    rows = collect(
-        sessions, dict(ours.get("equivalent", {})), dict(ours.get("outside-contract", {}))
-    )
-    summary = {
+    run = {
         "command": "python mutation/run.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "generated": selection.generated,
         "out_of_scope": selection.out_of_scope,
@@ -310,11 +318,21 @@ def main(argv: list[str] | None = None) -> int:
         "seed": seed,
         "jobs": jobs,
         "minutes": (time.monotonic() - started) / 60,
-        **score(rows),
+        "sessions": [str(s) for s in sessions],
     }
+    (out / "run.json").write_text(json.dumps(run, indent=1), encoding="utf-8")
+    return _report(out, run, ours, args.fail_under)
+
+
+def _report(out: Path, run: dict[str, Any], ours: dict[str, Any], fail_under: float | None) -> int:
+    sessions = [Path(s) for s in run["sessions"]]
+    rows = collect(
+        sessions, dict(ours.get("equivalent", {})), dict(ours.get("outside-contract", {}))
+    )
+    summary = {k: v for k, v in run.items() if k != "sessions"} | score(rows)
     print(write_report(out, summary, rows))
     print(f"report: {out / 'report.md'}")
-    if args.fail_under is not None and (summary["score"] or 0.0) < args.fail_under:
+    if fail_under is not None and (summary["score"] or 0.0) < fail_under:
         return 1
     return 0
 
