@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             parser.error(f"--only: no such mutant {missing}; keys are printed by --dry-run")
         chosen = [known[k] for k in args.only]
+    jobs = max(1, min(jobs, len(chosen)))
     print(
         f"cosmic-ray generated {selection.generated} mutants; {selection.out_of_scope} out of "
         f"scope; {selection.sites} sites in scope; testing {len(chosen)} (seed {seed}) "
@@ -292,7 +293,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print("baseline: verify passes on the unmutated adapter", flush=True)
 
-    jobs = max(1, min(jobs, len(chosen)))
     procs, sessions = [], []
     for i in range(jobs):
         shard = probe if i == 0 else _copy_tree(out, f"shard-{i}")
