@@ -2,7 +2,7 @@
 
 It passes the reference adapter over both kinds of connector, and catches an
 adapter that loses its put notifications (each chunk then waits out the
-re-poll), the shape of the mutants that first showed the gap (docs/quality.md).
+re-poll), the shape of the mutants it was written for (docs/quality.md).
 """
 
 from __future__ import annotations
