@@ -103,6 +103,9 @@ _ALL = [
         (load("a"), load("b"), settle(), save("b", 1, True)),
         question="6: as q6-idle-polling, event-driven: a put for one request wakes the RECV thread",
         notify=True,
+        # Idle past the reference's 0.5 s re-poll: a wait that spins once its deadline
+        # has passed then shows as a livelock (found by the mutation run, docs/quality.md).
+        idle=0.75,
     ),
     Scenario(
         "q6-idle-polling",

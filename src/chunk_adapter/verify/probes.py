@@ -19,6 +19,7 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
 from .leaks import Undecided, probe_bounded_state
+from .probes_pacing import probe_prompt_handoff
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -161,6 +162,7 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
     ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
     ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
     ("bounded state", ("R24",), probe_bounded_state),
+    ("prompt hand-off", ("R17",), probe_prompt_handoff),
 )
 
 

@@ -1,0 +1,86 @@
+"""The prompt hand-off probe (R17) of the examples stage, added with the mutation run.
+
+The stress stage's pacing scenarios measure many requests at once over a
+polling connector; none measures one chunk's way through an otherwise idle
+pipeline. Mutants of the reference adapter that make every chunk wait out the
+0.5 s re-poll — a lost put subscription, a wake-up on the wrong keys, a
+polling connector taken for a notifying one, a pause after a round that made
+progress — were caught only in the explore stage, minutes in, as R23 (the
+consequence). This probe catches them in seconds under the rule they break
+(docs/quality.md).
+
+The probe sends one chunk at a time (save, wait until ``poll_ready`` hands it
+out, save the next), over a polling and over a notifying connector. R17: with
+requests but no progress the RECV thread sleeps about 1 ms, and after progress
+it starts the next round at once; so the FASTEST of :data:`HOPS` hand-offs
+taking :data:`HOP_BOUND` seconds (250 times that sleep) is a violation. A
+loaded machine slows some hand-offs of a correct adapter, not all of them:
+the fastest one stays far under the bound (0.5-6 ms for the reference and the
+ten correct adapters of tests/quality/correct at a load of 13 on 2 cores, the
+slowest under 50 ms), while each hand-off of those mutants takes ~0.5 s.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..bed.waiting import call_bounded, stopping, wait_until
+from ..connectors import MemoryConnector
+from ..examples import ARRIVE, CALL, FACTORY
+from ..factory import AdapterFactory
+
+__all__ = ["HOPS", "HOP_BOUND", "handoff_times", "probe_prompt_handoff"]
+
+HOPS = 6  # hand-offs measured (after a first one that includes start-up)
+HOP_BOUND = 0.25  # s: the fastest hand-off may not take this long (R17's sleep is ~1 ms)
+STOP = 5.0  # s for stop() at the end (R18's own probes check promptness)
+
+
+def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) -> list[float]:
+    """Seconds from ``save_async`` to ``poll_ready`` handing the chunk out, one chunk at a
+    time, for *hops* chunks after a first (start-up) one. Raises ``AssertionError`` naming
+    the rule if a chunk comes back wrong."""
+    conn = MemoryConnector(notify=notify)
+    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    times: list[float] = []
+    with stopping(snd, rcv, seconds=STOP):
+        call_bounded(lambda: rcv.load_async("h"), CALL, "load_async('h')")
+        for i in range(hops + 1):
+            final = i == hops
+            got: list[Any] = []
+
+            def arrived(got: list[Any] = got) -> bool:
+                got.extend(call_bounded(rcv.poll_ready, CALL, "poll_ready()").get("h", []))
+                return bool(got)
+
+            start = time.monotonic()
+            call_bounded(
+                lambda i=i, final=final: snd.save_async("h", i, final),  # type: ignore[misc]
+                CALL,
+                f"save_async('h', {i}, {final})",
+            )
+            wait_until(arrived, ARRIVE, f"chunk {i} of 'h' handed out by poll_ready")
+            times.append(time.monotonic() - start)
+            expected = [{"data": i, "finished": final}]
+            assert got == expected, f"R14: poll_ready handed out {got} for 'h', expected {expected}"
+    return times[1:]
+
+
+def _probe_handoff(factory: AdapterFactory, notify: bool) -> None:
+    times = handoff_times(factory, notify=notify)
+    fastest = min(times)
+    kind = "a notifying" if notify else "a polling"
+    assert fastest < HOP_BOUND, (
+        f"R17: over {kind} connector, the fastest of {len(times)} chunks sent one at a time "
+        f"took {fastest:.3f} s from save_async to poll_ready (all: "
+        f"{', '.join(f'{t:.3f}' for t in times)}; bound {HOP_BOUND} s): the receiver "
+        "pauses while a chunk waits (R17: about 1 ms without progress, none after it)"
+    )
+
+
+def probe_prompt_handoff(factory: AdapterFactory) -> None:
+    """R17: a chunk sent alone reaches poll_ready promptly, polling and notifying connectors."""
+    for notify in (False, True):
+        _probe_handoff(factory, notify)
