@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from _reclaim_workers import opener_main, sender_main
+from tests.crossprocess._reclaim_workers import opener_main, sender_main
 
 from chunk_adapter.connectors.shm import SharedMemoryConnector
 

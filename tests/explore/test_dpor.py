@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _programs import every_execution
+from tests.explore._programs import every_execution
 
 from chunk_adapter.explore import (
     LIBRARY,
