@@ -106,6 +106,9 @@ class StageContext:
     deadline: float = field(default_factory=lambda: time.monotonic() + 3600.0)
     substitute: tuple[str, ...] = ()
     """Extra modules or packages (dotted names) the explorer substitutes (``--substitute``)."""
+    run_all: bool = False
+    """``verify --all``: run every check to the budget even after a confirmed violation
+    (by default a stage ends at its first one)."""
 
     def left(self) -> float:
         """Seconds until the deadline (negative once past it)."""

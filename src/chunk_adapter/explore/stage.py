@@ -33,7 +33,7 @@ from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
-__all__ = ["EXPLORE_RUNS", "run_stage"]
+__all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
 
 
 # Executions per scenario and strategy, by profile: fixed counts, not time, so
@@ -44,6 +44,15 @@ KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22
 # Failures that say the run was not under the explorer's control: never a violation.
 NOT_CONTROLLED = ("uncontrolled", "diverged")
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
+
+
+def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(check name, rules)`` of every scenario run this stage plans (for "not reached")."""
+    return [
+        (f"{name} / {kind}", _scenario_rules(LIBRARY[name].question))
+        for name in VERIFY
+        for kind in ("pct", "random")
+    ]
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -79,6 +88,8 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         took.append(report.seconds)
         result = _judge(report, label, runs, control, ctx, wall, factory)
         yield result
+        if result.verdict == "fail" and ctx.run_all:
+            continue  # verify --all: every scenario runs, whatever the others found
         if result.verdict == "fail" or _uncontrolled(report.failure):
             if index + 1 < len(plan) and result.verdict != "fail":
                 yield _not_started(plan[index + 1 :], runs, control)

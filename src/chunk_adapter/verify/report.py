@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .._version import __version__
+from .groups import Group, group_findings
 from .result import CheckResult, rule_checks, rule_table
 
 __all__ = ["EXIT_CODES", "SCHEMA_VERSION", "VerifyReport", "write_json", "write_text"]
@@ -31,11 +32,21 @@ class VerifyReport:
     results: list[CheckResult] = field(default_factory=list)
     seconds: float = 0.0
     stages_run: list[str] = field(default_factory=list)
+    run_all: bool = False  # verify --all: every check ran to the budget, after violations too
 
     @property
     def failures(self) -> list[CheckResult]:
         """The confirmed violations."""
         return [r for r in self.results if r.verdict == "fail"]
+
+    @property
+    def groups(self) -> list[Group]:
+        """The confirmed violations by root cause (:mod:`.groups`), in the order found."""
+        return group_findings(self.results)
+
+    def first_of_groups(self) -> list[tuple[Group, CheckResult]]:
+        """Each root cause with the first finding of it (the one whose detail is shown)."""
+        return [(group, group.findings[0]) for group in self.groups]
 
     @property
     def inconclusive(self) -> list[CheckResult]:
@@ -63,12 +74,14 @@ class VerifyReport:
             "max_seconds": self.max_seconds,
             "seconds": round(self.seconds, 3),
             "stages": self.stages_run,
+            "all": self.run_all,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "rules": [
                 {"rule": rule, "verdict": verdict, "checks": checks}
                 for rule, verdict, checks in rule_checks(self.results)
             ],
+            "groups": [group.to_json() for group in self.groups],
             "checks": [r.to_json() for r in self.results],
         }
 
@@ -96,10 +109,16 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         if not result.rules:  # the adapter raised where the contract lets no call raise
             text = f"{result.stage}/{result.name}: {result.evidence[:80]}"
             print(f"  {'-':<5} {'FAIL':<12} {text}", file=out)
-    for result in report.failures:
+    pairs = report.first_of_groups()
+    for index, (group, result) in enumerate(pairs, 1):
         rules = ", ".join(result.rules) or "no rule"
         print(f"\nVIOLATION in {result.stage}/{result.name} ({rules})", file=out)
         print(f"  {result.evidence}", file=out)
+        if len(pairs) > 1 or len(group.checks) > 1:
+            print(f"  root cause {index} of {len(pairs)}: {group.rule or 'no rule'} — "
+                  f"{group.cause}", file=out)  # fmt: skip
+        if len(group.checks) > 1:
+            print(f"  also seen by: {', '.join(group.checks[1:])}", file=out)
         if result.confirmation:
             print(f"  confirmed: {result.confirmation}", file=out)
         detail = result.detail.rstrip().splitlines()
@@ -115,7 +134,12 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         if result.coverage:
             print(f"  coverage: {result.coverage}", file=out)
     if report.failures:
-        verdict = f"VIOLATION: {len(report.failures)} confirmed contract violation(s) (exit 1)"
+        verdict = (
+            f"VIOLATION: {len(report.failures)} confirmed contract violation(s), "
+            f"{len(pairs)} root cause(s) (exit 1)"
+        )
+        if not report.run_all:
+            verdict += "; --all runs every check after a violation and lists every root cause"
     elif report.inconclusive:
         verdict = (
             f"INCONCLUSIVE: no violation confirmed, but {len(report.inconclusive)} check(s) "

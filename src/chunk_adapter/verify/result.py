@@ -9,7 +9,12 @@ from ..outcome import RULES, CheckResult, Verdict, rules_named_in
 __all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table", "rules_named_in"]
 
 
-ORDER = (("fail", "FAIL"), ("inconclusive", "inconclusive"), ("pass", "pass"))
+ORDER = (
+    ("fail", "FAIL"),
+    ("inconclusive", "inconclusive"),
+    ("skip", "not reached"),
+    ("pass", "pass"),
+)
 """The verdicts a rule can take from its checks, strongest first, as the table shows them."""
 
 
@@ -17,7 +22,10 @@ def rule_checks(results: Iterable[CheckResult]) -> list[tuple[str, str, list[str
     """``(rule, verdict, ["stage/check", ...])`` per rule, the checks behind the verdict.
 
     FAIL (a confirmed violation) beats inconclusive (a check of the rule could
-    not decide) beats pass beats not checked.
+    not decide) beats not reached (a check of the rule was planned but did not
+    run: an earlier violation ended its stage, or no budget was left) beats
+    pass (every check of the rule that was planned ran and saw no violation)
+    beats not checked (no stage run checks the rule).
     """
     by_rule: dict[str, list[CheckResult]] = {rule: [] for rule in RULES}
     for result in results:
@@ -25,11 +33,7 @@ def rule_checks(results: Iterable[CheckResult]) -> list[tuple[str, str, list[str
             by_rule.setdefault(rule, []).append(result)
     table = []
     for rule, results_for in by_rule.items():
-        for verdict, label in (
-            ("fail", "FAIL"),
-            ("inconclusive", "inconclusive"),
-            ("pass", "pass"),
-        ):
+        for verdict, label in ORDER:
             chosen = [f"{r.stage}/{r.name}" for r in results_for if r.verdict == verdict]
             if chosen:
                 table.append((rule, label, list(dict.fromkeys(chosen))))
@@ -45,7 +49,7 @@ def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:
     for rule, verdict, checks in rule_checks(results):
         if not checks:
             text = "no check in the stages run"
-        elif verdict == "pass":
+        elif verdict in ("pass", "not reached"):
             names = sorted(checks)
             text = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
         else:

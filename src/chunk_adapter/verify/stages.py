@@ -27,7 +27,9 @@ class Stage:
     target: str  # "module:function", imported in the worker only
     share: float  # share of the remaining budget this stage may use
     what: str
-    plan_target: str = ""  # "module:function": profile -> the names of the checks it runs
+    plan_target: str = ""
+    """``"module:function"``: profile -> the checks it runs, each a name or a
+    ``(name, rules)`` pair (the rules the check can find broken)."""
 
     def load(self) -> StageFn:
         module, attr = self.target.split(":")
@@ -36,11 +38,20 @@ class Stage:
 
     def plan(self, profile: str) -> list[str]:
         """The names of the checks this stage runs under *profile*, in order ([] if unknown)."""
+        return [name for name, _ in self.planned(profile)]
+
+    def planned(self, profile: str) -> list[tuple[str, tuple[str, ...]]]:
+        """``(name, rules)`` of each check this stage runs under *profile*, in order: what a
+        "not reached" line names, so the rule table can say which rules were not reached."""
         if not self.plan_target:
             return []
         module, attr = self.plan_target.split(":")
-        names: list[str] = getattr(importlib.import_module(module), attr)(profile)
-        return names
+        items: list[str | tuple[str, tuple[str, ...]]] = getattr(
+            importlib.import_module(module), attr
+        )(profile)
+        return [
+            (item, ()) if isinstance(item, str) else (item[0], tuple(item[1])) for item in items
+        ]
 
 
 STAGES: tuple[Stage, ...] = (
@@ -51,9 +62,27 @@ STAGES: tuple[Stage, ...] = (
         "worked examples and per-rule probes",
         "chunk_adapter.verify.stage_fns:examples_plan",
     ),
-    Stage("stress", "chunk_adapter.stress.stage:run_stage", 0.30, "stress and fault injection"),
-    Stage("stateful", "chunk_adapter.stateful.stage:run_stage", 0.45, "Hypothesis state machines"),
-    Stage("explore", "chunk_adapter.explore.stage:run_stage", 1.0, "interleaving explorer"),
+    Stage(
+        "stress",
+        "chunk_adapter.stress.stage:run_stage",
+        0.30,
+        "stress and fault injection",
+        "chunk_adapter.stress.stage:planned",
+    ),
+    Stage(
+        "stateful",
+        "chunk_adapter.stateful.stage:run_stage",
+        0.45,
+        "Hypothesis state machines",
+        "chunk_adapter.stateful.stage:plan",
+    ),
+    Stage(
+        "explore",
+        "chunk_adapter.explore.stage:run_stage",
+        1.0,
+        "interleaving explorer",
+        "chunk_adapter.explore.stage:plan",
+    ),
 )
 """Cheapest first: on the reference adapter examples take ~2 s, stress ~5 s,
 the machines ~10-20 s and the explorer the rest of the budget."""

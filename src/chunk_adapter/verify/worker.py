@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay-prefix", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--substitute", action="append", default=[])
+    parser.add_argument("--all", action="store_true", help="run every check after violations")
     # Run another stage function under this stage's name (the worker's own tests).
     parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         announce=announce,
         deadline=time.monotonic() + args.seconds,
         substitute=tuple(args.substitute),
+        run_all=args.all,
     )
     watch = CallWatch()
     threading.Thread(
