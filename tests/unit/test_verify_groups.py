@@ -51,11 +51,21 @@ def report(*results: CheckResult, run_all: bool = True) -> VerifyReport:
 def test_the_cause_leaves_out_the_particulars_but_keeps_the_check() -> None:
     assert cause_of(R16_STATEFUL.evidence) == cause_of(R16_EXPLORE.evidence)
     assert cause_of(R16_STATEFUL.evidence) == (
-        "chunk # handed out (…) was fetched by a get that began before this registration's "
+        "chunk # handed out … was fetched by a get that began before this registration's "
         "load_async"
     )
     assert cause_of(R15.evidence) != cause_of(R16_STATEFUL.evidence)
     assert cause_of("") == "(no message)"
+
+
+def test_the_cause_is_the_first_violation_of_a_line_that_names_several() -> None:
+    both = "R4: 'v' received [1, 2], expected the snapshots ['a'] then ['a', 'b']; R15: q's"
+    assert cause_of(both) == "… received …"
+    # one oracle, two wordings of the same check: a final chunk's and any chunk's
+    stress = "R4: payload built from {'n': -1}, which is no snapshot saved for this stream (x)"
+    final = "R4: final payload built from {'n': -1}, but the snapshot at save_async was {'n': 0}"
+    machines = "R4: payload built from ['a', 1, '<mutated>'], which is no snapshot saved"
+    assert cause_of(stress) == cause_of(final) == cause_of(machines) == "payload built from …"
 
 
 def test_one_bug_seen_by_two_stages_is_one_group_and_two_bugs_are_two() -> None:

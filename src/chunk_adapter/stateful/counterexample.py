@@ -59,7 +59,8 @@ def as_pytest(spec: str, steps: list[str], *, liveness_timeout: float, put_tries
     else:  # a dotted attribute: let the suite's own loader resolve it
         load = f"from chunk_adapter.factory import load_factory\n\nfactory = load_factory({spec!r})"
     body = "\n".join(f"        {step}" for step in steps) or "        pass"
-    return f'''"""A counterexample `chunk-adapter verify` found ({len(steps)} steps).
+    count = f"{len(steps)} step" + ("" if len(steps) == 1 else "s")
+    return f'''"""A counterexample `chunk-adapter verify` found ({count}).
 
 Run: python -m pytest THIS_FILE  (fails while the bug is there, passes once it is fixed)
 """

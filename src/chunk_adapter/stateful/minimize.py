@@ -32,6 +32,7 @@ from ..factory import AdapterFactory
 
 __all__ = [
     "PREFIX",
+    "Minimized",
     "Step",
     "Unrunnable",
     "decode",
@@ -141,15 +142,26 @@ def run_steps(
     return error
 
 
+@dataclass(frozen=True)
+class Minimized:
+    """What :func:`minimize` got to: the steps, and whether it finished — no single step
+    can be removed any more — or was cut short at its deadline."""
+
+    steps: list[Step]
+    complete: bool
+
+
 def minimize(
     steps: list[Step],
     fails: Callable[[list[Step]], bool],
     until: float,
-) -> list[Step]:
+) -> Minimized:
     """The shortest sublist of *steps* found by the ``monotonic()`` time *until* for which
     ``fails(sublist)`` holds (``fails(steps)`` is known). Delta debugging: remove halves,
     quarters, ... down to single steps, from the end first, until no removal fails."""
     current = list(steps)
+    if not current:
+        return Minimized(current, True)
     size = max(1, len(current) // 2)
     while current and time.monotonic() < until:
         removed = False
@@ -161,11 +173,11 @@ def minimize(
                 current = candidate
                 removed = True
             start -= size
-        if size == 1 and not removed:
-            break
+        if size == 1 and not removed and time.monotonic() < until:
+            return Minimized(current, True)
         # Nothing removed: try smaller chunks; else the same size again (at most half).
         size = max(1, size // 2) if not removed else min(size, max(1, len(current) // 2))
-    return current
+    return Minimized(current, False)
 
 
 def same_failure(first: BaseException, again: BaseException | None) -> bool:

@@ -233,13 +233,16 @@ def _confirm(
     lines = steps_of(printed_again or printed)
     smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
     if smaller is not None:
-        steps, error_small = smaller
-        lines, error_again, note = [str(s) for s in steps], error_small, ""
+        steps, error_small, complete = smaller
+        lines, error_again = [str(s) for s in steps], error_small
+        note = (
+            "" if complete else "(the stage's budget ended the shrinking: steps may not be minimal)"
+        )
         replay = (
             f"chunk-adapter replay 'stateful:{profile.name}:{encode(steps)}' "
             f"--adapter {ctx.adapter_spec}"
         )
-        confirmation += f"; so did its steps, shrunk to {len(steps)} and run again"
+        confirmation += f"; so did its {len(steps)} step(s), shrunk further and run again"
     return result(
         "fail",
         _headline(error_again),
@@ -259,11 +262,12 @@ def _shrink_steps(
     end: float,
     seconds: float,
     reproduce: str,
-) -> tuple[list[Step], Exception] | None:
+) -> tuple[list[Step], Exception, bool] | None:
     """The steps *lines* shrunk further (:func:`.minimize.minimize`, waits bounded by
-    ``SHRINK_WAIT``) and then re-run with the profile's full liveness bound: the steps
-    and the failure they gave again, or ``None`` when they cannot be parsed, are not
-    shorter, or did not fail the same way with the full bound."""
+    ``SHRINK_WAIT``) and then re-run with the profile's full liveness bound: the steps,
+    the failure they gave again and whether no single step can be removed; ``None`` when
+    they cannot be parsed, nothing was gained, or they did not fail the same way with the
+    full bound."""
     try:
         steps = [parse(line) for line in lines]
     except InvalidValue:
@@ -280,17 +284,17 @@ def _shrink_steps(
     # Keep room for the final run with the full bound (it may wait that long once).
     until = end - seconds - profile.liveness_timeout - MARGIN
     done, small = _on_thread(lambda: minimize(steps, fails, until), until + 1.0)
-    if not done or small is None or len(small) >= len(steps):
+    if not done or small is None or (len(small.steps) == len(steps) and not small.complete):
         return None
     done, again = _on_thread(
         lambda: run_steps(
-            factory, small, liveness_timeout=profile.liveness_timeout, reproduce=reproduce
+            factory, small.steps, liveness_timeout=profile.liveness_timeout, reproduce=reproduce
         ),
         end,
     )
     if not done or again is None or not same_failure(error, again):
         return None
-    return small, again
+    return small.steps, again, small.complete
 
 
 def _detail(
