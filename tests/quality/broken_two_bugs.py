@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from chunk_adapter.adapter import ChunkAdapter
 from tests.quality.broken_stateful import PollNoSwap
+
+from chunk_adapter.adapter import ChunkAdapter
 
 
 def checked_but_not_copied(obj: Any) -> Any:

@@ -51,8 +51,7 @@ def report(*results: CheckResult, run_all: bool = True) -> VerifyReport:
 def test_the_cause_leaves_out_the_particulars_but_keeps_the_check() -> None:
     assert cause_of(R16_STATEFUL.evidence) == cause_of(R16_EXPLORE.evidence)
     assert cause_of(R16_STATEFUL.evidence) == (
-        "chunk # handed out … was fetched by a get that began before this registration's "
-        "load_async"
+        "chunk # handed out … was fetched by a get that began before this registration's load_async"
     )
     assert cause_of(R15.evidence) != cause_of(R16_STATEFUL.evidence)
     assert cause_of("") == "(no message)"
