@@ -21,7 +21,7 @@ from chunk_adapter.verify.groups import cause_of, group_findings
 from chunk_adapter.verify.junit import write_junit
 from chunk_adapter.verify.markdown import to_markdown
 from chunk_adapter.verify.report import VerifyReport, write_json, write_text
-from chunk_adapter.verify.result import rule_table
+from chunk_adapter.verify.result import rule_checks, rule_table
 
 STALE = "chunk {n} handed out ({{'data': ['{rid}', {n}]}}) was fetched by a get that began before"
 R16_STATEFUL = CheckResult(
@@ -90,6 +90,12 @@ def test_the_rule_table_says_not_reached_and_pass_only_when_every_check_ran() ->
     assert table["R15"] == "FAIL"
     assert table["R1"] == "not checked"
     assert {r: v for r, v, _ in rule_table([R9_PASS])}["R9"] == "pass"
+    # a failing check stopped at what it found: its other planned rules were not reached
+    planned = {"stateful/machines": ["R4", "R15", "R23"]}
+    table = {rule: (verdict, checks) for rule, verdict, checks in rule_checks([R15], planned)}
+    assert table["R23"] == ("not reached", ["stateful/machines"])
+    assert table["R15"] == ("FAIL", ["stateful/machines"])
+    assert table["R1"] == ("not checked", [])
 
 
 def test_text_prints_each_root_cause_once_with_the_checks_that_saw_it() -> None:

@@ -38,7 +38,7 @@ def to_markdown(report: VerifyReport) -> str:
         "| rule | verdict | checks |",
         "|---|---|---|",
     ]
-    for rule, verdict, checks in rule_checks(report.results):
+    for rule, verdict, checks in rule_checks(report.results, report.planned):
         shown = ", ".join(checks[:3]) + (f" (+{len(checks) - 3})" if len(checks) > 3 else "")
         lines.append(f"| {rule} | {_ICON.get(verdict, verdict)} | {_cell(shown)} |")
     pairs = report.first_of_groups()

@@ -33,6 +33,9 @@ class VerifyReport:
     seconds: float = 0.0
     stages_run: list[str] = field(default_factory=list)
     run_all: bool = False  # verify --all: every check ran to the budget, after violations too
+    planned: dict[str, list[str]] = field(default_factory=dict)
+    """``"stage/check"`` -> the rules the check was planned to cover (the rule table's
+    "not reached" for the rules a failing check did not get to)."""
 
     @property
     def failures(self) -> list[CheckResult]:
@@ -79,7 +82,7 @@ class VerifyReport:
             "exit_code": self.exit_code,
             "rules": [
                 {"rule": rule, "verdict": verdict, "checks": checks}
-                for rule, verdict, checks in rule_checks(self.results)
+                for rule, verdict, checks in rule_checks(self.results, self.planned)
             ],
             "groups": [group.to_json() for group in self.groups],
             "checks": [r.to_json() for r in self.results],
@@ -103,7 +106,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         file=out,
     )
     print(f"\n  {'rule':<5} {'verdict':<12} evidence", file=out)
-    for rule, verdict, evidence in rule_table(report.results):
+    for rule, verdict, evidence in rule_table(report.results, report.planned):
         print(f"  {rule:<5} {verdict:<12} {_clip(evidence, 90)}", file=out)
     for result in report.failures:
         if not result.rules:  # the adapter raised where the contract lets no call raise

@@ -187,9 +187,11 @@ def _run_stage(
 
 
 def _not_reached(report: VerifyReport, stage: Stage, profile: str, why: str) -> None:
-    """A ``skip`` result for each check *stage* plans that has no result yet."""
+    """A ``skip`` result for each check *stage* plans that has no result yet; records the
+    rules each planned check covers (``VerifyReport.planned``)."""
     seen = {r.name for r in report.results if r.stage == stage.name}
     for name, rules in stage.planned(profile):
+        report.planned[f"{stage.name}/{name}"] = list(rules)
         if name not in seen:
             report.results.append(
                 CheckResult(stage.name, name, rules, "skip", f"not reached: {why}")
