@@ -38,7 +38,7 @@ __all__ = ["Budget", "Finding", "OutOfBudget", "first_rules"]
 
 MARGIN = 2.0
 """Seconds kept besides the measured re-runs: starting a worker thread, reporting."""
-SHRINK_SHARE = 0.15
+SHRINK_SHARE = 0.1
 """Share of the stage's seconds the search leaves to the shrinker (module doc)."""
 HYPOTHESIS_SHRINK_SHARE = 0.15
 """Share of the stage's seconds Hypothesis's shrinker may take after the first failure
@@ -46,7 +46,7 @@ HYPOTHESIS_SHRINK_SHARE = 0.15
 removes steps far faster than Hypothesis's one-candidate-example-per-try passes."""
 MINIMIZE_SHARE = 0.15
 """Share of the stage's seconds kept from Hypothesis's shrinker for shrinking the steps."""
-RESERVE_CAP = 0.35
+RESERVE_CAP = 0.3
 """The search keeps at most this share of the stage's seconds back (the rest is searched)."""
 SHRINK_WAIT = 2.0
 """Seconds each wait of an example may take while shrinking (module doc): still
