@@ -20,7 +20,7 @@ import pipeline_adapters as pa
 import pytest
 
 from chunk_adapter.factory import REFERENCE, load_factory
-from chunk_adapter.outcome import CheckResult, StageContext
+from chunk_adapter.outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
 from chunk_adapter.stateful import Budget, OutOfBudget
 from chunk_adapter.stateful.budget import MARGIN, RESERVE_CAP, SHRINK_SHARE
 from chunk_adapter.stateful.stage import NAME, run_stage
@@ -135,10 +135,11 @@ def _steps(detail: str) -> list[str]:
 
 
 def _printed_test(detail: str) -> str:
+    """The file between the report's paste markers (printed unindented)."""
     lines = detail.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"""A counterexample'))
-    end = next(i for i, line in enumerate(lines) if "state.teardown()" in line)
-    return "\n".join(lines[start : end + 1]) + "\n"
+    start = lines.index(f"{PASTE_BEGIN}test_counterexample.py -----")
+    end = lines.index(PASTE_END, start)
+    return "\n".join(lines[start + 1 : end]) + "\n"
 
 
 def _pytest(path: Path) -> subprocess.CompletedProcess[str]:

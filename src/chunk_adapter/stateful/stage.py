@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext
+from ..outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
 from .budget import MARGIN, SHRINK_WAIT, Budget, Finding, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure
@@ -316,7 +316,9 @@ def _detail(
             "save it as test_counterexample.py and run `python -m pytest "
             "test_counterexample.py` (it fails while the bug is there):"
         )
+        parts.append(f"{PASTE_BEGIN}test_counterexample.py -----")
         parts.append(as_pytest(ctx.adapter_spec, steps, liveness_timeout=profile.liveness_timeout))
+        parts.append(PASTE_END)
     if note:
         parts.append(note)
     output = other_output(printed)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from .._version import __version__
+from ..outcome import PASTE_BEGIN, PASTE_END
 from .groups import Group, group_findings
 from .result import CheckResult, rule_checks, rule_table
 
@@ -127,8 +128,13 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         detail = result.detail.rstrip().splitlines()
         if detail and detail[0].strip() == result.evidence.strip():
             detail = detail[1:]  # the evidence line, already printed just above
+        pasting = False  # inside a file to paste: printed as it is, not indented
         for line in detail:
-            print(f"    {line}", file=out)
+            if line.startswith(PASTE_BEGIN):
+                pasting = True
+            print(line if pasting else f"    {line}", file=out)
+            if line == PASTE_END:
+                pasting = False
         if result.replay:
             print(f"  reproduce with: {result.replay}", file=out)
     for result in report.inconclusive:
