@@ -23,6 +23,7 @@ SHARE = 95.0  # seconds: the stateful stage's share of the ci profile's 240 s
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(SHARE + 120)
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_counterexample_is_short_and_pasteable(name: str) -> None:
     spec = f"tests.quality.broken_stateful:{name}"

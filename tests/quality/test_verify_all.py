@@ -38,6 +38,7 @@ def test_the_examples_stage_stops_at_its_first_violation_unless_all() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET + 120)
 @pytest.mark.rule("R4")
 @pytest.mark.rule("R15")
 def test_verify_all_reports_both_bugs_as_root_causes_through_the_cli(tmp_path: Path) -> None:
