@@ -8,6 +8,7 @@ reproducer and is ``fail`` only if it fails again, with the same first rule.
 
 from __future__ import annotations
 
+import io
 import re
 import subprocess
 import sys
@@ -124,6 +125,14 @@ def test_a_finding_is_re_run_from_its_reproducer_and_confirmed(failed: CheckResu
     assert [str(s) for s in steps] == _steps(result.detail)
     again = run_steps(load_factory(BROKEN), steps, liveness_timeout=10.0)
     assert again is not None and str(again).startswith("contract rules broken: R4"), again
+    # and the replay command runs them: 1 while the bug is there, 0 on a correct adapter
+    from chunk_adapter.verify.replay import replay_string
+
+    string = f"stateful:ci:{match.group(1)}"
+    out = io.StringIO()
+    assert replay_string(string, BROKEN, out) == 1, out.getvalue()
+    assert "contract rules broken: R4" in out.getvalue()
+    assert replay_string(string, REFERENCE, io.StringIO()) == 0
 
 
 def _steps(detail: str) -> list[str]:
