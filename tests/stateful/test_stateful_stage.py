@@ -151,9 +151,9 @@ def _printed_test(detail: str) -> str:
     return "\n".join(lines[start + 1 : end]) + "\n"
 
 
-def _pytest(path: Path) -> subprocess.CompletedProcess[str]:
+def _pytest(*paths: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", str(path), "-q", "-p", "no:cacheprovider"],
+        [sys.executable, "-m", "pytest", *map(str, paths), "-q", "-rA", "-p", "no:cacheprovider"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 
@@ -171,16 +171,17 @@ def test_the_printed_counterexample_is_a_short_pytest_test_that_fails_until_fixe
     assert f"from {module} import {attr} as factory" in code, code
     broken = tmp_path / "test_counterexample.py"
     broken.write_text(code)
-    proc = _pytest(broken)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "contract rules broken: R4" in proc.stdout, proc.stdout
     ref_module, _, ref_attr = REFERENCE.partition(":")
     fixed = tmp_path / "test_counterexample_fixed.py"
     fixed.write_text(
         code.replace(f"from {module} import {attr}", f"from {ref_module} import {ref_attr}")
     )
-    proc = _pytest(fixed)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _pytest(broken, fixed)  # one interpreter for both: the default tier's time
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert re.search(r"FAILED \S*/test_counterexample\.py::test_counterexample", out), out
+    assert re.search(r"PASSED \S*/test_counterexample_fixed\.py::test_counterexample", out), out
+    assert "contract rules broken: R4" in out, out
 
 
 @pytest.mark.rule("R2")
