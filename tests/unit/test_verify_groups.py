@@ -122,6 +122,7 @@ def test_json_junit_and_markdown_carry_the_groups(tmp_path: Path) -> None:
     )
     jsonschema.validate(data, schema)
     assert data["all"] is True
+    assert {"all", "groups"} <= set(data) <= set(schema["properties"])
     assert [(g["rule"], g["checks"]) for g in data["groups"]] == [
         ("R16", ["stateful/machines", "explore/q5-cleanup / pct"]),
         ("R15", ["stateful/machines"]),
