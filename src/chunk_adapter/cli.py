@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         "--keep-going", action="store_true", help="run every stage even after a violation"
     )
     check.add_argument(
+        "--all",
+        dest="run_all",
+        action="store_true",
+        help="run every check of every stage to the budget even after violations, and group "
+        "the findings by root cause, each with its reproducer (implies --keep-going)",
+    )
+    check.add_argument(
         "--substitute",
         action="append",
         default=[],
@@ -144,6 +151,7 @@ def _verify(args: argparse.Namespace) -> int:
             keep_going=args.keep_going,
             progress=Progress(sys.stderr, verbosity=args.verbose - args.quiet),
             substitute=args.substitute,
+            run_all=args.run_all,
         )
     except InvalidValue as exc:
         print(f"chunk-adapter verify: {exc}", file=sys.stderr)

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "PASTE_BEGIN",
+    "PASTE_END",
     "RULES",
     "CheckResult",
     "StageContext",
@@ -39,6 +41,12 @@ Verdict = Literal["pass", "fail", "inconclusive", "skip"]
 
 RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 24))
 """The contract's rules, R1–R23 (docs/contract.md)."""
+
+
+PASTE_BEGIN = "----- begin file "
+"""A ``detail`` line starting so (then the file name) opens a file to paste as it is: the
+reports print the lines up to :data:`PASTE_END` without indenting them."""
+PASTE_END = "----- end of file -----"
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,10 @@ class StageContext:
     def wants(self, check: str) -> bool:
         """Whether the stage runs the check named *check* (every check unless :attr:`only`)."""
         return not self.only or check in self.only
+
+    run_all: bool = False
+    """``verify --all``: run every check to the budget even after a confirmed violation
+    (by default a stage ends at its first one)."""
 
     def left(self) -> float:
         """Seconds until the deadline (negative once past it)."""

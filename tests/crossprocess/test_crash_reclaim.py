@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.crossprocess._reclaim_workers import opener_main, sender_main
 
 from chunk_adapter.connectors.shm import SharedMemoryConnector
+from tests.crossprocess._reclaim_workers import opener_main, sender_main
 
 CTX = multiprocessing.get_context("spawn")
 TIMEOUT = 90.0  # for any one answer from a child: generous, never expected

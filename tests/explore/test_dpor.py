@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.explore._programs import every_execution
 
 from chunk_adapter.explore import (
     LIBRARY,
@@ -28,6 +27,7 @@ from chunk_adapter.explore import (
     replay,
 )
 from chunk_adapter.explore.primitives import ControlledRuntime
+from tests.explore._programs import every_execution
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
 import broken_explore as broken

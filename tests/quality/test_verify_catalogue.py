@@ -57,6 +57,8 @@ CATALOGUE: dict[str, set[str]] = {
     # attacks on the tool itself (tests/quality/broken_verify.py)
     "broken_verify:hangs_in_stop": {"R18"},
     "broken_verify:deadlocks_in_save": {"R3"},
+    # two independent bugs at once (tests/quality/broken_two_bugs.py; --all: test_verify_all.py)
+    "broken_two_bugs:snapshot_and_swap": {"R4", "R14", "R15"},
 }
 BUDGET = 240.0  # the ci profile's default --max-seconds
 

@@ -8,43 +8,39 @@ reproducer and is ``fail`` only if it fails again, with the same first rule.
 
 from __future__ import annotations
 
+import io
 import re
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chunk_adapter.outcome import CheckResult, StageContext
-from chunk_adapter.stateful import Budget, OutOfBudget, replay_example
-from chunk_adapter.stateful.stage import run_stage
+from chunk_adapter.factory import REFERENCE, load_factory
+from chunk_adapter.outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
+from chunk_adapter.stateful import Budget, OutOfBudget
+from chunk_adapter.stateful.budget import MARGIN, RESERVE_CAP, SHRINK_SHARE
+from chunk_adapter.stateful.stage import NAME, run_stage
 from tests.stateful import pipeline_adapters as pa
 
 SPEC = "tests.stateful.pipeline_adapters:shared_state"
+BROKEN = "tests.quality.broken_stateful:missing_snapshot"  # R4
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(factory: Any, seconds: float, profile: str = "ci") -> tuple[list[CheckResult], float]:
+def _run(
+    factory: Any, seconds: float, profile: str = "ci", spec: str = SPEC
+) -> tuple[list[CheckResult], float]:
     ctx = StageContext(
-        SPEC, profile, 0, seconds, "chunk-adapter verify --adapter X",
+        spec, profile, 0, seconds, "chunk-adapter verify --adapter X",
         deadline=time.monotonic() + seconds,
     )  # fmt: skip
     start = time.monotonic()
     results = list(run_stage(factory, ctx))
     return results, time.monotonic() - start
-
-
-class _NoSnapshot(pa.SharedStateAdapter):
-    """Queues the caller's object itself, not a copy (R4)."""
-
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        self._running("save_async")
-        with self._lock:
-            self._fifo.append((request_id, obj, is_final))
-            self._save_cond.notify()
-
-
-def no_snapshot(connector: Any, **kwargs: Any) -> pa.SharedStateAdapter:
-    return _NoSnapshot(connector, **kwargs)
 
 
 class _OddWire(pa.SharedStateAdapter):
@@ -82,27 +78,110 @@ def test_a_slow_correct_adapter_out_of_budget_is_inconclusive_with_coverage() ->
     assert took < 4.0, f"the stage took {took:.1f} s of its 4 s"
 
 
-def test_a_pipeline_adapter_sharing_state_between_its_sides_passes() -> None:
+@pytest.fixture(scope="module")
+def passed() -> CheckResult:
     """vllm-omni's pattern: one record per request for both sides, wiped when the request
     ends. Correct in a pipeline (a loopback would wipe the registration awaiting the final)."""
     results, _ = _run(pa.shared_state, 120.0)
     assert [r.verdict for r in results] == ["pass"], results[0].detail if results else results
-    assert results[0].coverage == "150 of 150 examples"
+    return results[0]
+
+
+@pytest.fixture(scope="module")
+def failed() -> CheckResult:
+    """A catalogue adapter without a snapshot (R4), under its own spec (the printed test
+    imports it)."""
+    results, _ = _run(load_factory(BROKEN), 60.0, spec=BROKEN)
+    assert len(results) == 1, results
+    return results[0]
+
+
+def test_a_pipeline_adapter_sharing_state_between_its_sides_passes(passed: CheckResult) -> None:
+    assert passed.coverage == "150 of 150 examples"
+
+
+def test_the_check_name_is_the_same_in_a_passing_and_a_failing_run(
+    passed: CheckResult, failed: CheckResult
+) -> None:
+    """JUnit history needs one stable name per check: never the settings or the rules."""
+    assert passed.verdict == "pass" and failed.verdict == "fail"
+    assert passed.name == failed.name == NAME == "machines"
 
 
 @pytest.mark.rule("R4")
-def test_a_finding_is_re_run_from_its_reproducer_and_confirmed() -> None:
-    results, _ = _run(no_snapshot, 60.0)
-    (result,) = results
+def test_a_finding_is_re_run_from_its_reproducer_and_confirmed(failed: CheckResult) -> None:
+    result = failed
     assert result.verdict == "fail", result
     assert result.rules[0] == "R4", result.rules
-    assert result.confirmation == "re-ran the shrunk example: failed again"
+    assert result.confirmation.startswith("re-ran the shrunk example: failed again")
     assert result.replay is not None
     match = re.fullmatch(r"chunk-adapter replay 'stateful:ci:([^']+)' --adapter \S+", result.replay)
     assert match, result.replay
     assert "state." in result.detail, result.detail
-    again, printed = replay_example(no_snapshot, match.group(1), profile="ci")
-    assert again is not None and str(again).startswith("contract rules broken: R4"), printed
+    from chunk_adapter.stateful.minimize import decode, run_steps
+
+    # The replay string holds the printed steps; they fail again with the full bound.
+    steps = decode(match.group(1))
+    assert [str(s) for s in steps] == _steps(result.detail)
+    again = run_steps(load_factory(BROKEN), steps, liveness_timeout=10.0)
+    assert again is not None and str(again).startswith("contract rules broken: R4"), again
+    # and the replay command runs them: 1 while the bug is there, 0 on a correct adapter
+    from chunk_adapter.verify.replay import replay_string
+
+    string = f"stateful:ci:{match.group(1)}"
+    out = io.StringIO()
+    assert replay_string(string, BROKEN, out) == 1, out.getvalue()
+    assert "contract rules broken: R4" in out.getvalue()
+    assert replay_string(string, REFERENCE, io.StringIO()) == 0
+
+
+def _steps(detail: str) -> list[str]:
+    return [
+        line.strip()
+        for line in detail.splitlines()
+        if line.startswith("        state.") and "teardown" not in line
+    ]
+
+
+def _printed_test(detail: str) -> str:
+    """The file between the report's paste markers (printed unindented)."""
+    lines = detail.splitlines()
+    start = lines.index(f"{PASTE_BEGIN}test_counterexample.py -----")
+    end = lines.index(PASTE_END, start)
+    return "\n".join(lines[start + 1 : end]) + "\n"
+
+
+def _pytest(*paths: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *map(str, paths), "-q", "-rA", "-p", "no:cacheprovider"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.rule("R4")
+def test_the_printed_counterexample_is_a_short_pytest_test_that_fails_until_fixed(
+    failed: CheckResult, tmp_path: Path
+) -> None:
+    """Pasted into a file it fails on the broken adapter and passes on the reference one."""
+    steps = _steps(failed.detail)
+    assert 1 <= len(steps) <= 8, failed.detail
+    assert "steps not minimal" not in failed.detail
+    code = _printed_test(failed.detail)
+    module, _, attr = BROKEN.partition(":")
+    assert f"from {module} import {attr} as factory" in code, code
+    broken = tmp_path / "test_counterexample.py"
+    broken.write_text(code)
+    ref_module, _, ref_attr = REFERENCE.partition(":")
+    fixed = tmp_path / "test_counterexample_fixed.py"
+    fixed.write_text(
+        code.replace(f"from {module} import {attr}", f"from {ref_module} import {ref_attr}")
+    )
+    proc = _pytest(broken, fixed)  # one interpreter for both: the default tier's time
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert re.search(r"FAILED \S*/test_counterexample\.py::test_counterexample", out), out
+    assert re.search(r"PASSED \S*/test_counterexample_fixed\.py::test_counterexample", out), out
+    assert "contract rules broken: R4" in out, out
 
 
 @pytest.mark.rule("R2")
@@ -118,12 +197,13 @@ def test_a_finding_that_does_not_reproduce_is_inconclusive() -> None:
 def test_the_budget_stops_new_work_and_keeps_a_reserve() -> None:
     now = time.monotonic()
     budget = Budget(now + 100.0, seconds=100.0, liveness=10.0)
-    assert budget.reserve() == pytest.approx(12.0)  # liveness + margin, nothing slow yet
+    # liveness + margin + the shrinker's share, nothing slow yet
+    assert budget.reserve() == pytest.approx(10.0 + MARGIN + SHRINK_SHARE * 100.0)
     budget.start_example()
     budget.example_passed()
     assert budget.done == 1 and not budget.aborted
     tight = Budget(now + 1.0, seconds=1.0, liveness=10.0)
-    assert tight.reserve() == pytest.approx(0.3)  # at most 30 % of the share
+    assert tight.reserve() == pytest.approx(RESERVE_CAP * 1.0)  # at most this share
     late = Budget(now - 1.0, seconds=10.0, liveness=1.0)
     with pytest.raises(OutOfBudget):
         late.start_example()

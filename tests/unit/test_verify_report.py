@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from chunk_adapter.outcome import CheckResult
+from chunk_adapter.outcome import PASTE_BEGIN, PASTE_END, CheckResult
 from chunk_adapter.verify.junit import write_junit
 from chunk_adapter.verify.markdown import to_markdown
 from chunk_adapter.verify.report import VerifyReport, write_json, write_text
@@ -119,3 +119,16 @@ def test_the_finding_line_is_printed_once() -> None:
     out = io.StringIO()
     write_text(report(finding), out)
     assert out.getvalue().count("R9: gap") == 1, out.getvalue()
+
+
+def test_a_file_to_paste_is_printed_unindented_between_its_markers() -> None:
+    code = "def test_x() -> None:\n    assert True"
+    finding = CheckResult(
+        "stateful", "machines", ("R4",), "fail", "R4: copy",
+        detail=f"R4: copy\nsteps:\n{PASTE_BEGIN}t.py -----\n{code}\n{PASTE_END}\nafter",
+    )  # fmt: skip
+    out = io.StringIO()
+    write_text(report(finding), out)
+    text = out.getvalue()
+    assert f"\n{code}\n{PASTE_END}\n" in text, text
+    assert "\n    steps:\n" in text and "\n    after\n" in text

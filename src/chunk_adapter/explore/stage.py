@@ -52,9 +52,13 @@ def _label(name: str, kind: str) -> str:
     return f"{name} / {kind}"  # stable across profiles and seeds (CI test history)
 
 
-def plan(profile: str) -> list[str]:
-    """The names of the checks this stage runs (the same under every profile), in order."""
-    return [_label(name, kind) for name in VERIFY for kind in STRATEGIES]
+def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(check name, rules)`` of every scenario run this stage plans (for "not reached")."""
+    return [
+        (_label(name, kind), _scenario_rules(LIBRARY[name].question))
+        for name in VERIFY
+        for kind in STRATEGIES
+    ]
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -90,6 +94,8 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         took.append(report.seconds)
         result = _judge(report, label, runs, control, ctx, wall, factory)
         yield result
+        if result.verdict == "fail" and ctx.run_all:
+            continue  # verify --all: every scenario runs, whatever the others found
         if result.verdict == "fail" or _uncontrolled(report.failure):
             if index + 1 < len(plan) and result.verdict != "fail":
                 yield _not_started(plan[index + 1 :], runs, control)

@@ -8,9 +8,17 @@ the stage's deadline. The limit moves with what the run has seen:
 
 * searching (nothing failed yet): stop when what is left would no longer
   cover the **reserve** — one confirming re-run of a failure (a failing
-  example can wait out the liveness bound) plus a little shrinking;
+  example can wait out the liveness bound) plus the shrinker's share
+  (:data:`SHRINK_SHARE` of the stage), so a failure found late still shrinks;
 * shrinking (a failure was seen): stop when only the time for Hypothesis's
-  final replay and the stage's confirming re-run of the shrunk example is left.
+  final replay, the stage's confirming re-run of the shrunk example and its
+  own shrinking of the steps (:data:`MINIMIZE_SHARE`, :mod:`.minimize`) is left.
+
+While shrinking, every wait of a new example is bounded by
+:data:`SHRINK_WAIT` instead of the profile's liveness bound: a candidate that
+loses a chunk costs seconds, not the full bound, so a lost-final bug shrinks
+within the budget. The stage re-runs the shrunk example with the full bound
+before reporting it, so a shorter wait can never make a red on its own.
 
 Every failure an example raises is recorded with its reproducer — the
 Hypothesis choices so far, encoded as the blob ``@reproduce_failure`` and
@@ -30,6 +38,19 @@ __all__ = ["Budget", "Finding", "OutOfBudget", "first_rules"]
 
 MARGIN = 2.0
 """Seconds kept besides the measured re-runs: starting a worker thread, reporting."""
+SHRINK_SHARE = 0.1
+"""Share of the stage's seconds the search leaves to the shrinker (module doc)."""
+HYPOTHESIS_SHRINK_SHARE = 0.15
+"""Share of the stage's seconds Hypothesis's shrinker may take after the first failure
+(unless ``split_by_rule``): the stage's own shrinking of the steps (:mod:`.minimize`)
+removes steps far faster than Hypothesis's one-candidate-example-per-try passes."""
+MINIMIZE_SHARE = 0.15
+"""Share of the stage's seconds kept from Hypothesis's shrinker for shrinking the steps."""
+RESERVE_CAP = 0.3
+"""The search keeps at most this share of the stage's seconds back (the rest is searched)."""
+SHRINK_WAIT = 2.0
+"""Seconds each wait of an example may take while shrinking (module doc): still
+hundreds of times what a settle takes on a loaded machine."""
 
 
 class OutOfBudget(BaseException):
@@ -69,8 +90,13 @@ class Budget:
     bound, which a failing example may spend once more when re-run.
     """
 
-    def __init__(self, deadline: float, *, seconds: float, liveness: float) -> None:
+    def __init__(
+        self, deadline: float, *, seconds: float, liveness: float, split_by_rule: bool = False
+    ) -> None:
+        """*split_by_rule* (``verify --all``): the machines raise a distinct exception type
+        per root rule, so Hypothesis keeps and shrinks one failure per rule."""
         self.deadline = deadline
+        self.split_by_rule = split_by_rule
         self.seconds = seconds
         self.liveness = liveness
         self.started = 0  # examples begun
@@ -84,9 +110,14 @@ class Budget:
 
     # ------------------------------------------------------------------ limits
     def reserve(self) -> float:
-        """Seconds kept back while searching: a confirming re-run and a little shrinking."""
-        wanted = self.liveness + 2 * self.slowest + MARGIN
-        return min(wanted, 0.3 * self.seconds)
+        """Seconds kept back while searching: a confirming re-run and the shrinker's share."""
+        wanted = self.liveness + 2 * self.slowest + MARGIN + SHRINK_SHARE * self.seconds
+        return min(wanted, RESERVE_CAP * self.seconds)
+
+    def wait_bound(self, liveness: float) -> float:
+        """The bound on each wait of the example starting now: *liveness* while searching,
+        at most :data:`SHRINK_WAIT` once a failure was seen (module doc)."""
+        return min(liveness, SHRINK_WAIT) if self.findings else liveness
 
     def limit(self) -> float:
         """The ``monotonic()`` time past which no example or step may start."""
@@ -122,12 +153,22 @@ class Budget:
         self.findings.append(Finding(error, blob, choices, seconds))
         if self.shrink_until is None:
             # Leave room for Hypothesis's final replay of the shrunk example and
-            # the stage's own confirming re-run, each about as long as this one.
-            self.shrink_until = self.deadline - 2 * seconds - MARGIN
+            # the stage's own confirming re-run, each about as long as this one,
+            # and for the stage's shrinking of the steps.
+            self.shrink_until = self.deadline - 2 * seconds - MARGIN - MINIMIZE_SHARE * self.seconds
+            if not self.split_by_rule:  # --all: Hypothesis searches on for other rules
+                self.shrink_until = min(
+                    self.shrink_until, time.monotonic() + HYPOTHESIS_SHRINK_SHARE * self.seconds
+                )
 
-    def smallest(self) -> Finding | None:
-        """The shortest failing example with a reproducer (the one shrinking got to)."""
-        replayable = [f for f in self.findings if f.blob is not None]
+    def smallest(self, rule: str | None = None) -> Finding | None:
+        """The shortest failing example with a reproducer (the one shrinking got to); with
+        *rule*, the shortest whose root rule it is."""
+        replayable = [
+            f
+            for f in self.findings
+            if f.blob is not None and (rule is None or f.rules[:1] == (rule,))
+        ]
         if not replayable:
             return None
         return min(replayable, key=lambda f: (f.choices, f.blob or ""))

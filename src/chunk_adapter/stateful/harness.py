@@ -48,7 +48,8 @@ class Harness(Settling):
         """*judge_each_settle*: run the oracles after every settle (else call
         :meth:`judge` yourself, as the machine does once per rule)."""
         self.put_tries = put_tries
-        self.timeout = liveness_timeout
+        # Shorter once the budget has seen a failure (shrinking; stateful/budget.py).
+        self.timeout = budget.wait_bound(liveness_timeout) if budget else liveness_timeout
         self.reproduce = reproduce
         self.budget = budget
         self.world = World.build(factory, loopback=loopback)

@@ -29,7 +29,7 @@ from .budget import Budget
 from .verdicts import count_violation, differs, sent_violation
 from .world import World
 
-__all__ = ["GRACE", "MARKER", "SENTINEL", "Settling", "step"]
+__all__ = ["GRACE", "MARKER", "SENTINEL", "Settling", "step", "violation_type"]
 
 SENTINEL = "sentinel"
 """A request id registered at start and never sent to: its gets are the RECV heartbeat."""
@@ -38,6 +38,26 @@ MARKER = "marker"
 GRACE = 0.05
 """Seconds the counts may still lag once both threads were seen idle."""
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+_BY_RULE: dict[str, type[ContractViolation]] = {}
+
+
+def violation_type(rule: str) -> type[ContractViolation]:
+    """A subclass of ``ContractViolation`` per root *rule*, named the same.
+
+    Hypothesis tells failures apart by exception type and place; under
+    ``verify --all`` (``Budget.split_by_rule``) each root rule gets its own
+    type, so Hypothesis keeps, shrinks and reports one failure per rule
+    instead of only the first.
+    """
+    if rule not in _BY_RULE:
+        _BY_RULE[rule] = type(
+            "ContractViolation",
+            (ContractViolation,),
+            {"__module__": ContractViolation.__module__, "__qualname__": "ContractViolation"},
+        )
+    return _BY_RULE[rule]
 
 
 def step(fn: F) -> F:
@@ -244,4 +264,6 @@ class Settling:
         context = f"  at step: {what}\n  recent steps: {recent}"
         if self.reproduce:
             context += f"\n  reproduce: {self.reproduce}"
+        if self.budget is not None and self.budget.split_by_rule:
+            raise violation_type(violations[0].rule)(violations, context)
         raise ContractViolation(violations, context)

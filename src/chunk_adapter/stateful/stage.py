@@ -10,7 +10,14 @@ left. Then:
   ("87 of 150 examples") — a slow adapter is not a broken one;
 * a failure: the shrunk example is **re-run once** from its reproducer (the
   blob ``chunk-adapter replay 'stateful:PROFILE:BLOB'`` takes). ``fail`` only
-  if it fails again with the same first rule; else ``inconclusive``.
+  if it fails again with the same first rule; else ``inconclusive``. The
+  report gives the steps as a pytest test that calls the user's factory
+  (:mod:`.counterexample`), and the replay command.
+
+Under ``verify --all`` (``ctx.run_all``) Hypothesis keeps one failure per
+root rule (``Budget.split_by_rule``) and the stage reports each, confirmed
+the same way. The check's name is always :data:`NAME` (stable for CI test
+history); the profile's settings are in the evidence.
 
 The run happens on a helper thread the stage waits for until its deadline,
 so the stage reports on time even if a call into the adapter never returns
@@ -26,49 +33,58 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from ..errors import InvalidValue
 from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext
-from .budget import Budget, Finding, first_rules
+from ..outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
+from .budget import MARGIN, SHRINK_WAIT, Budget, Finding, first_rules
+from .counterexample import as_pytest, cap_lines, other_output, steps_of
+from .minimize import Step, encode, minimize, parse, run_steps, same_failure
 
-__all__ = ["STATEFUL_RULES", "plan", "run_stage"]
+__all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
 
 # What the machines check (docs/stateful.md: not timing, not bad input).
 STATEFUL_RULES = tuple(f"R{i}" for i in (2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 19, 23))
+NAME = "machines"
+"""The stage's one check, under every profile and verdict."""
 END_MARGIN = 1.0
 """Seconds before the deadline by which the stage has yielded its result."""
 T = TypeVar("T")
 
 
-def _name(profile: Any) -> str:
+def _settings(profile: Any) -> str:
     p = profile
-    return f"machines ({p.name}: {p.max_examples} examples x {p.step_count} steps)"
+    return f"{p.name}: {p.max_examples} examples x {p.step_count} steps"
 
 
-def plan(profile_name: str) -> list[str]:
-    """The checks this stage runs under *profile_name* (for verify's "not reached" lines)."""
-    from ..profiles import current_profile
-
-    return [_name(current_profile(profile_name))]
+def plan(profile_name: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The checks this stage runs under *profile_name*, with their rules (for verify's
+    "not reached" lines)."""
+    return [(NAME, STATEFUL_RULES)]
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
     """The Hypothesis state machines under the profile's settings, within ``ctx.deadline``."""
+    from hypothesis import settings as Settings
+
     from ..profiles import current_profile, hypothesis_settings
     from .api import make_machine, run_machine
 
     profile = current_profile(ctx.profile)
-    name = _name(profile)
+    name = NAME
     if not ctx.wants(name):
         return
     ctx.announce(name)
     start = time.monotonic()
     end = ctx.deadline - END_MARGIN
-    budget = Budget(end, seconds=ctx.seconds, liveness=profile.liveness_timeout)
+    budget = Budget(
+        end, seconds=ctx.seconds, liveness=profile.liveness_timeout, split_by_rule=ctx.run_all
+    )
     reproduce = f"{ctx.replay_prefix} --stage stateful"
     machine = make_machine(factory, reproduce=reproduce, budget=budget)
-    finished, outcome = _on_thread(
-        lambda: _run(lambda: run_machine(machine, hypothesis_settings(profile))), end
-    )
+    settings = hypothesis_settings(profile)
+    if ctx.run_all:  # keep one failure per root rule, not only the first
+        settings = Settings(settings, report_multiple_bugs=True)
+    finished, outcome = _on_thread(lambda: _run(lambda: run_machine(machine, settings)), end)
     planned = profile.max_examples
     # Hypothesis may run a few more passing examples than max_examples (it counts
     # only some of them): the coverage says how many of the planned ones ran.
@@ -80,8 +96,8 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             "stateful", name, rules, verdict, evidence, seconds=time.monotonic() - start, **kw
         )
 
-    finding = _finding(budget, *(outcome if finished and outcome is not None else (None, "")))
-    if finding is None:
+    findings = _findings(budget, *(outcome if finished and outcome is not None else (None, "")))
+    if not findings:
         if not finished:
             yield result(
                 "inconclusive",
@@ -107,39 +123,57 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
                 coverage=coverage,
             )
         else:
-            yield result("pass", f"{name}: no violation ({coverage})", coverage=coverage)
+            yield result(
+                "pass", f"{name} ({_settings(profile)}): no violation ({coverage})",
+                coverage=coverage,
+            )  # fmt: skip
         return
-    yield _confirm(factory, ctx, profile.name, finding, end, result, coverage)
+    for index, finding in enumerate(findings):  # several only under --all: share the time
+        until = time.monotonic() + (end - time.monotonic()) / (len(findings) - index)
+        yield _confirm(factory, ctx, profile, finding, until, result, coverage)
 
 
-def _finding(
+def _findings(
     budget: Budget, error: BaseException | None, printed: str
-) -> tuple[Finding, str, bool] | None:
-    """The failure to report: ``(finding, printed, shrunk)``, or ``None`` if nothing failed.
+) -> list[tuple[Finding, str, bool]]:
+    """The failures to report: ``(finding, printed, shrunk)`` each; ``[]`` if nothing failed.
 
     Hypothesis's own report when the run ended with it (fully shrunk, with its
-    blob); else the smallest failing example the budget recorded (shrinking
-    was cut short at the budget, or Hypothesis gave up on it as flaky).
+    blob; under ``--all`` an exception group, one per root rule); else the
+    smallest failing example the budget recorded (per root rule under
+    ``--all``): shrinking was cut short at the budget, or Hypothesis gave up on
+    it as flaky.
     """
-    ours = isinstance(error, Exception) and not type(error).__module__.startswith("hypothesis")
-    if ours and budget.findings:
-        assert isinstance(error, Exception)
-        blob = _printed_blob(printed)
+    inner = getattr(error, "exceptions", None)  # an exception group (``--all``)
+    errors = list(inner) if isinstance(inner, tuple) else [error]
+    found = []
+    for one in errors:
+        ours = isinstance(one, Exception) and not type(one).__module__.startswith("hypothesis")
+        if not (ours and budget.findings):
+            continue
+        assert isinstance(one, Exception)
+        notes = "\n".join(getattr(one, "__notes__", []))
+        text = printed if len(errors) == 1 else notes
+        blob = _printed_blob(text)
         if blob is not None:
             seconds = max(f.seconds for f in budget.findings)
-            return Finding(error, blob, 0, seconds), printed, True
-    smallest = budget.smallest()
-    if smallest is not None:
-        return smallest, "", False
+            found.append((Finding(one, blob, 0, seconds), text, True))
+    if found:
+        return found
+    rules = dict.fromkeys(f.rules[:1] for f in budget.findings) if budget.split_by_rule else {}
+    smallest = [budget.smallest(r[0] if r else None) for r in rules] or [budget.smallest()]
+    kept = [(f, "", False) for f in smallest if f is not None]
+    if kept:
+        return list({id(f): (f, p, s) for f, p, s in kept}.values())
     if budget.findings:  # failures without a reproducer: reported as they are
-        return budget.findings[0], "", False
-    return None
+        return [(budget.findings[0], "", False)]
+    return []
 
 
 def _confirm(
     factory: AdapterFactory,
     ctx: StageContext,
-    profile: str,
+    profile: Any,
     found: tuple[Finding, str, bool],
     end: float,
     result: Callable[..., CheckResult],
@@ -150,25 +184,27 @@ def _confirm(
 
     finding, printed, shrunk = found
     error = finding.error
-    text = str(error)
     first = _headline(error)
     rules = first_rules(error)
-    note = "" if shrunk else "\n(shrinking stopped at the stage's budget: steps not minimal)"
+    note = "" if shrunk else "(shrinking stopped at the stage's budget: steps not minimal)"
     if finding.blob is None:
         return result(
             "inconclusive",
             f"did not reproduce: found {first}, but this Hypothesis version gave no "
             "reproducer to re-run it with",
             rules=rules,
-            detail=f"{text}\n{printed}{note}",
+            detail=_detail(error, printed, note, ctx, profile),
             coverage=coverage,
         )
     replay = (
-        f"chunk-adapter replay 'stateful:{profile}:{finding.blob}' --adapter {ctx.adapter_spec}"
+        f"chunk-adapter replay 'stateful:{profile.name}:{finding.blob}' "
+        f"--adapter {ctx.adapter_spec}"
     )
     reproduce = f"{ctx.replay_prefix} --stage stateful"
     done, again = _on_thread(
-        lambda: replay_example(factory, finding.blob or "", profile=profile, reproduce=reproduce),
+        lambda: replay_example(
+            factory, finding.blob or "", profile=profile.name, reproduce=reproduce
+        ),
         end,
     )
     if not done or again is None:
@@ -177,12 +213,12 @@ def _confirm(
             f"did not reproduce: found {first}, but re-running the shrunk example did not "
             "finish within the stage's budget; re-run it with the replay command",
             rules=rules,
-            detail=f"{text}\n{printed}{note}",
+            detail=_detail(error, printed, note, ctx, profile),
             replay=replay,
             coverage=coverage,
         )
     error_again, printed_again = again
-    if error_again is None or not _same_first_rule(error, error_again):
+    if error_again is None or not same_failure(error, error_again):
         got = (
             "it passed"
             if error_again is None
@@ -192,20 +228,105 @@ def _confirm(
             "inconclusive",
             f"did not reproduce: found {first}, but when the shrunk example was re-run {got}",
             rules=rules,
-            detail=f"{text}\n{printed}{note}",
+            detail=_detail(error, printed, note, ctx, profile),
             replay=replay,
             coverage=coverage,
         )
-    text_again = str(error_again)
+    confirmation = "re-ran the shrunk example: failed again"
+    lines = steps_of(printed_again or printed)
+    smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
+    if smaller is not None:
+        steps, error_small, complete = smaller
+        lines, error_again = [str(s) for s in steps], error_small
+        note = (
+            "" if complete else "(the stage's budget ended the shrinking: steps may not be minimal)"
+        )
+        replay = (
+            f"chunk-adapter replay 'stateful:{profile.name}:{encode(steps)}' "
+            f"--adapter {ctx.adapter_spec}"
+        )
+        confirmation += f"; so did its {len(steps)} step(s), shrunk further and run again"
     return result(
         "fail",
         _headline(error_again),
         rules=first_rules(error_again),
-        detail=f"{text_again}\n{printed_again or printed}{note}",
+        detail=_detail(error_again, printed_again or printed, note, ctx, profile, lines),
         replay=replay,
-        confirmation="re-ran the shrunk example: failed again",
+        confirmation=confirmation,
         coverage=coverage,
     )
+
+
+def _shrink_steps(
+    factory: AdapterFactory,
+    profile: Any,
+    lines: list[str],
+    error: Exception,
+    end: float,
+    seconds: float,
+    reproduce: str,
+) -> tuple[list[Step], Exception, bool] | None:
+    """The steps *lines* shrunk further (:func:`.minimize.minimize`, waits bounded by
+    ``SHRINK_WAIT``) and then re-run with the profile's full liveness bound: the steps,
+    the failure they gave again and whether no single step can be removed; ``None`` when
+    they cannot be parsed, nothing was gained, or they did not fail the same way with the
+    full bound."""
+    try:
+        steps = [parse(line) for line in lines]
+    except InvalidValue:
+        return None
+    if not steps:
+        return None
+    wait = min(profile.liveness_timeout, SHRINK_WAIT)
+
+    def fails(candidate: list[Step]) -> bool:
+        return same_failure(
+            error, run_steps(factory, candidate, liveness_timeout=wait, reproduce=reproduce)
+        )
+
+    # Keep room for the final run with the full bound (it may wait that long once).
+    until = end - seconds - profile.liveness_timeout - MARGIN
+    done, small = _on_thread(lambda: minimize(steps, fails, until), until + 1.0)
+    if not done or small is None or (len(small.steps) == len(steps) and not small.complete):
+        return None
+    done, again = _on_thread(
+        lambda: run_steps(
+            factory, small.steps, liveness_timeout=profile.liveness_timeout, reproduce=reproduce
+        ),
+        end,
+    )
+    if not done or again is None or not same_failure(error, again):
+        return None
+    return small.steps, again, small.complete
+
+
+def _detail(
+    error: BaseException,
+    printed: str,
+    note: str,
+    ctx: StageContext,
+    profile: Any,
+    steps: list[str] | None = None,
+) -> str:
+    """The counterexample as reported: the violation, the steps as a pytest test that
+    calls the user's factory, and the adapter's output (capped)."""
+    parts = [cap_lines(str(error), head=40, tail=10)]
+    steps = steps_of(printed) if steps is None else steps
+    if steps:
+        parts.append(
+            f"Counterexample: {len(steps)} step(s) ({_settings(profile)}). As a pytest test — "
+            "save it as test_counterexample.py and run `python -m pytest "
+            "test_counterexample.py` (it fails while the bug is there):"
+        )
+        parts.append(f"{PASTE_BEGIN}test_counterexample.py -----")
+        parts.append(as_pytest(ctx.adapter_spec, steps, liveness_timeout=profile.liveness_timeout))
+        parts.append(PASTE_END)
+    if note:
+        parts.append(note)
+    output = other_output(printed)
+    if output.strip():
+        parts.append("Output captured while the example ran (capped):\n" + cap_lines(output))
+    return "\n".join(parts)
 
 
 def _headline(error: BaseException) -> str:
@@ -215,14 +336,6 @@ def _headline(error: BaseException) -> str:
         return str(violations[0])
     text = str(error)
     return text.splitlines()[0] if text else repr(error)
-
-
-def _same_first_rule(first: BaseException, again: BaseException) -> bool:
-    """The same root-cause rule (or, for a failure naming no rule, the same exception type)."""
-    a, b = first_rules(first), first_rules(again)
-    if a or b:
-        return a[:1] == b[:1]
-    return type(first) is type(again)
 
 
 def _run(fn: Callable[[], None]) -> tuple[BaseException | None, str]:

@@ -26,7 +26,7 @@ from ..outcome import CheckResult, StageContext, rules_named_in
 from .report import StressReport
 from .suite import Scenario
 
-__all__ = ["END_MARGIN", "RERUNS", "plan", "run_stage"]
+__all__ = ["END_MARGIN", "RERUNS", "plan", "planned", "run_stage"]
 
 RERUNS = 2
 """Re-runs of a finding, with the same seed, before it is reported."""
@@ -36,9 +36,14 @@ END_MARGIN = 1.0
 
 def plan(profile: str) -> list[str]:
     """The names of the scenarios this stage runs under *profile*, in order."""
+    return [name for name, _ in planned(profile)]
+
+
+def planned(profile: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``(name, rules)`` of the scenarios this stage runs under *profile*, in order."""
     from .suite import scenarios
 
-    return [name for name, _, _ in scenarios(0, quick=profile == "quick")]
+    return [(name, rules) for name, rules, _ in scenarios(0, quick=profile == "quick")]
 
 
 def _contract_failures(report: StressReport) -> list[str]:
@@ -73,7 +78,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             ran.append(name)
         result = _judge(factory, ctx, name, rules, run, report, start, end)
         yield result
-        if result.verdict == "fail":
+        if result.verdict == "fail" and not ctx.run_all:  # --all: every scenario runs
             return
     if not_run:
         planned = sum(not run.advisory for _, _, run in runs)

@@ -14,8 +14,11 @@ def write_junit(report: VerifyReport, path: str) -> None:
     """One test case per check; a violation is a ``<failure>``, inconclusive an ``<error>``.
 
     The suite's ``<properties>`` carry the adapter, profile, seed, budget,
-    verdict and tool version, so a CI history can tell runs apart.
+    verdict and tool version, so a CI history can tell runs apart, and the
+    root causes (``root_cause.N``: rule, cause, the checks that saw it, the
+    reproducer). A failure's message names its root cause.
     """
+    groups = report.groups
     suite = ET.Element(
         "testsuite",
         name=f"chunk-adapter verify {report.adapter_spec}",
@@ -34,8 +37,21 @@ def write_junit(report: VerifyReport, path: str) -> None:
         ("verdict", report.verdict),
         ("exit_code", str(report.exit_code)),
         ("chunk_adapter_version", __version__),
+        ("all", str(report.run_all).lower()),
+        ("root_causes", str(len(groups))),
     ):
         ET.SubElement(properties, "property", name=name, value=value)
+    cause_of: dict[int, str] = {}  # id(result) -> "root cause N of M: ..."
+    for index, group in enumerate(groups, 1):
+        value = (
+            f"{group.rule or 'no rule'}: {group.cause} | seen by: {', '.join(group.checks)}"
+            f" | reproduce with: {group.replay or '-'}"
+        )
+        ET.SubElement(properties, "property", name=f"root_cause.{index}", value=value)
+        for finding in group.findings:
+            cause_of[id(finding)] = (
+                f"root cause {index} of {len(groups)}: {group.rule or 'no rule'} — {group.cause}"
+            )
     for result in report.results:
         case = ET.SubElement(
             suite,
@@ -52,8 +68,11 @@ def write_junit(report: VerifyReport, path: str) -> None:
                 message=result.evidence[:500],
             )
             failure.text = "\n".join(
-                part for part in (result.evidence, result.detail, result.replay or "") if part
-            )
+                part
+                for part in (cause_of.get(id(result), ""), result.evidence, result.detail,
+                             result.replay or "")
+                if part
+            )  # fmt: skip
         elif result.verdict == "inconclusive":
             error = ET.SubElement(case, "error", type="inconclusive", message=result.evidence[:500])
             error.text = "\n".join(part for part in (result.evidence, result.coverage) if part)

@@ -7,7 +7,12 @@ from .result import rule_checks
 
 __all__ = ["to_markdown", "write_markdown"]
 
-_ICON = {"FAIL": "❌ FAIL", "inconclusive": "⚠️ inconclusive", "pass": "✅ pass"}
+_ICON = {
+    "FAIL": "❌ FAIL",
+    "inconclusive": "⚠️ inconclusive",
+    "not reached": "⏭️ not reached",
+    "pass": "✅ pass",
+}
 _HEADLINE = {
     "pass": "✅ **PASS** — the adapter kept the contract as far as this budget explored",
     "violation": "❌ **VIOLATION** — a confirmed contract violation (exit 1)",
@@ -33,16 +38,24 @@ def to_markdown(report: VerifyReport) -> str:
         "| rule | verdict | checks |",
         "|---|---|---|",
     ]
-    for rule, verdict, checks in rule_checks(report.results):
+    for rule, verdict, checks in rule_checks(report.results, report.planned):
         shown = ", ".join(checks[:3]) + (f" (+{len(checks) - 3})" if len(checks) > 3 else "")
         lines.append(f"| {rule} | {_ICON.get(verdict, verdict)} | {_cell(shown)} |")
-    for result in report.failures:
+    pairs = report.first_of_groups()
+    if pairs:
+        lines += ["", f"**Root causes: {len(pairs)}**" + ("" if report.run_all else
+                  " (run with `--all` to see every one)")]  # fmt: skip
+    for index, (group, result) in enumerate(pairs, 1):
         lines += [
             "",
             f"### ❌ {result.stage}/{result.name} ({', '.join(result.rules) or 'no rule'})",
             "",
             _cell(result.evidence),
+            "",
+            f"Root cause {index} of {len(pairs)}: {group.rule or 'no rule'} — {_cell(group.cause)}",
         ]
+        if len(group.checks) > 1:
+            lines += ["", f"Also seen by: {_cell(', '.join(group.checks[1:]))}"]
         if result.confirmation:
             lines += ["", f"Confirmed: {result.confirmation}"]
         if result.replay:

@@ -226,13 +226,16 @@ def run_probes(
     replay: str,
     announce: Callable[[str], None] = lambda name: None,
     wants: Callable[[str], bool] = lambda name: True,
+    *,
+    keep_going: bool = False,
 ) -> Iterator[CheckResult]:
     """The examples stage: Examples 2 and 3, then the probes; every failure named by rule.
 
     A failing check is run once more on fresh adapters before it is reported:
     a violation seen twice is confirmed (``fail``); seen once, it is
     ``inconclusive``. The stage ends at its first confirmed failure (the rest
-    would mostly repeat it, and a hanging adapter makes each check cost its bounds).
+    would mostly repeat it, and a hanging adapter makes each check cost its bounds),
+    unless *keep_going* (``verify --all``): then every check runs.
     """
     checks: list[tuple[str, Check]] = [
         (example.__name__.replace("_", " "), _example_check(example)) for example in EXAMPLES
@@ -262,5 +265,5 @@ def run_probes(
             seconds=time.monotonic() - start,
             confirmation=confirmation,
         )  # fmt: skip
-        if verdict == "fail":
+        if verdict == "fail" and not keep_going:
             return

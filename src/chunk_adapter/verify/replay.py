@@ -7,6 +7,8 @@ needs to run it again, exactly:
     the explorer's library scenario under the recorded schedule, step for step;
 ``stateful:PROFILE:BLOB``
     the state machine's shrunk example (Hypothesis's ``@reproduce_failure`` blob);
+``stateful:PROFILE:steps.DATA``
+    the machine's steps, shrunk further by the stage (the pasteable test's steps);
 ``stress:SCENARIO:SEED``
     one stress scenario of the suite, with its seed.
 """
@@ -58,6 +60,10 @@ def _explore(name: str, schedule: str, factory: AdapterFactory, spec: str, out: 
 
 
 def _stateful(profile: str, blob: str, factory: AdapterFactory, out: TextIO) -> int:
+    from ..stateful.minimize import PREFIX
+
+    if blob.startswith(PREFIX):
+        return _stateful_steps(profile, blob, factory, out)
     import hypothesis
     from hypothesis.errors import DidNotReproduce
 
@@ -77,6 +83,20 @@ def _stateful(profile: str, blob: str, factory: AdapterFactory, out: TextIO) -> 
         return 1
     print(f"stateful example {blob}: no failure", file=out)
     return 0
+
+
+def _stateful_steps(profile: str, data: str, factory: AdapterFactory, out: TextIO) -> int:
+    from ..profiles import current_profile
+    from ..stateful.minimize import decode, run_steps
+
+    steps = decode(data)
+    error = run_steps(factory, steps, liveness_timeout=current_profile(profile).liveness_timeout)
+    listing = "\n".join(f"  {step}" for step in steps)
+    if error is None:
+        print(f"stateful steps: no failure\n{listing}", file=out)
+        return 0
+    print(f"{error}\nsteps ({len(steps)}):\n{listing}", file=out)
+    return 1
 
 
 def _stress(name: str, seed: str, factory: AdapterFactory, spec: str, out: TextIO) -> int:

@@ -2,35 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..outcome import RULES, CheckResult, Verdict, rules_named_in
 
 __all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table", "rules_named_in"]
 
 
-ORDER = (("fail", "FAIL"), ("inconclusive", "inconclusive"), ("pass", "pass"))
+ORDER = (
+    ("fail", "FAIL"),
+    ("inconclusive", "inconclusive"),
+    ("skip", "not reached"),
+    ("pass", "pass"),
+)
 """The verdicts a rule can take from its checks, strongest first, as the table shows them."""
 
 
-def rule_checks(results: Iterable[CheckResult]) -> list[tuple[str, str, list[str]]]:
+def rule_checks(
+    results: Iterable[CheckResult], planned: Mapping[str, Sequence[str]] | None = None
+) -> list[tuple[str, str, list[str]]]:
     """``(rule, verdict, ["stage/check", ...])`` per rule, the checks behind the verdict.
 
     FAIL (a confirmed violation) beats inconclusive (a check of the rule could
-    not decide) beats pass beats not checked.
+    not decide) beats not reached (a check of the rule was planned but did not
+    run: an earlier violation ended its stage, or no budget was left) beats
+    pass (every check of the rule that was planned ran and saw no violation)
+    beats not checked (no stage run checks the rule).
+
+    *planned* maps ``"stage/check"`` to the rules the check was planned to
+    cover: a check that failed names the rules it found broken, and stopped
+    there, so for its other planned rules it counts as not reached.
     """
-    by_rule: dict[str, list[CheckResult]] = {rule: [] for rule in RULES}
+    by_rule: dict[str, list[tuple[str, str]]] = {rule: [] for rule in RULES}
     for result in results:
+        key = f"{result.stage}/{result.name}"
         for rule in result.rules:
-            by_rule.setdefault(rule, []).append(result)
+            by_rule.setdefault(rule, []).append((result.verdict, key))
+        if result.verdict == "fail":
+            for rule in (planned or {}).get(key, ()):
+                if rule not in result.rules:
+                    by_rule.setdefault(rule, []).append(("skip", key))
     table = []
-    for rule, results_for in by_rule.items():
-        for verdict, label in (
-            ("fail", "FAIL"),
-            ("inconclusive", "inconclusive"),
-            ("pass", "pass"),
-        ):
-            chosen = [f"{r.stage}/{r.name}" for r in results_for if r.verdict == verdict]
+    for rule, seen in by_rule.items():
+        for verdict, label in ORDER:
+            chosen = [key for v, key in seen if v == verdict]
             if chosen:
                 table.append((rule, label, list(dict.fromkeys(chosen))))
                 break
@@ -39,13 +54,15 @@ def rule_checks(results: Iterable[CheckResult]) -> list[tuple[str, str, list[str
     return table
 
 
-def rule_table(results: Iterable[CheckResult]) -> list[tuple[str, str, str]]:
+def rule_table(
+    results: Iterable[CheckResult], planned: Mapping[str, Sequence[str]] | None = None
+) -> list[tuple[str, str, str]]:
     """:func:`rule_checks` as one line of evidence per rule (the terminal table)."""
     table = []
-    for rule, verdict, checks in rule_checks(results):
+    for rule, verdict, checks in rule_checks(results, planned):
         if not checks:
             text = "no check in the stages run"
-        elif verdict == "pass":
+        elif verdict in ("pass", "not reached"):
             names = sorted(checks)
             text = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
         else:

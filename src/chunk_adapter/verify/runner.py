@@ -81,6 +81,7 @@ def _worker(
     substitute: Sequence[str],
     on_event: OnEvent = lambda event: None,
     checks: Sequence[str] = (),
+    run_all: bool = False,
 ) -> tuple[list[dict[str, Any]], bool, str]:
     """Run one worker; its events, whether it had to be killed, and its stderr.
 
@@ -98,6 +99,8 @@ def _worker(
         command += ["--substitute", module]
     for check in checks:
         command += ["--check", check]
+    if run_all:
+        command.append("--all")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if profile != "hunt":  # only hunt keeps examples; the others leave the user's tree alone
@@ -157,12 +160,13 @@ def _run_stage(
     substitute: Sequence[str],
     progress: Progress | None,
     checks: Sequence[str] = (),
+    run_all: bool = False,
 ) -> list[CheckResult]:
     on_event: OnEvent = (
         (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
     )
     events, killed, stderr = _worker(
-        stage.name, spec, profile, seed, seconds, substitute, on_event, checks
+        stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all
     )
     prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
@@ -189,11 +193,17 @@ def _run_stage(
 def _not_reached(
     report: VerifyReport, stage: Stage, profile: str, why: str, checks: Sequence[str] = ()
 ) -> None:
-    """A ``skip`` result for each check *stage* plans (of *checks*, if any) with no result yet."""
+    """A ``skip`` result for each check *stage* plans (of *checks*, if any) that has no
+    result yet; records the rules each planned check covers (``VerifyReport.planned``)."""
     seen = {r.name for r in report.results if r.stage == stage.name}
-    for name in stage.plan(profile):
-        if name not in seen and (not checks or name in checks):
-            report.results.append(CheckResult(stage.name, name, (), "skip", f"not reached: {why}"))
+    for name, rules in stage.planned(profile):
+        if checks and name not in checks:
+            continue
+        report.planned[f"{stage.name}/{name}"] = list(rules)
+        if name not in seen:
+            report.results.append(
+                CheckResult(stage.name, name, rules, "skip", f"not reached: {why}")
+            )
 
 
 def _check_names(checks: Sequence[str], chosen: Sequence[Stage], profile: str) -> None:
@@ -218,17 +228,22 @@ def verify(
     progress: Progress | None = None,
     substitute: Sequence[str] = (),
     checks: Sequence[str] = (),
+    run_all: bool = False,
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
 
     Raises :class:`UsageError` (an ``InvalidValue``) when *spec* cannot be
     imported or its factory cannot build adapters. Stages run cheapest first;
     unless *keep_going*, the first stage with a confirmed violation ends the
-    run (a broken adapter fails fast). *substitute* names extra modules or
+    run (a broken adapter fails fast). *run_all* (``--all``) runs every check
+    of every stage to the budget even after violations (it implies
+    *keep_going*); the report then groups the findings by root cause
+    (:attr:`VerifyReport.groups`). *substitute* names extra modules or
     packages whose threads the explorer must control. *checks* (names from
     ``Stage.plan``) runs only those checks of the chosen stages (the pytest
     plugin runs one check alone); every check when empty.
     """
+    keep_going = keep_going or run_all
     if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
         sys.path.insert(0, os.getcwd())
     if profile not in PROFILES:
@@ -247,7 +262,7 @@ def verify(
         progress.stage_started(f"[verify] pre-flight: building two adapters with {spec}", "", 0)
     _preflight(spec, substitute)
     budget = PROFILES[profile] if max_seconds is None else max_seconds
-    report = VerifyReport(spec, profile, seed, budget)
+    report = VerifyReport(spec, profile, seed, budget, run_all=run_all)
     chosen = [s for s in STAGES if stages is None or s.name in stages]
     if checks:  # only the stages that plan one of them
         chosen = [s for s in chosen if set(s.plan(profile)) & set(checks)]
@@ -272,14 +287,18 @@ def verify(
                 stage.name,
                 share,
             )
-        results = _run_stage(stage, spec, profile, seed, share, substitute, progress, checks)
+        results = _run_stage(
+            stage, spec, profile, seed, share, substitute, progress, checks, run_all
+        )
         report.results.extend(results)
         report.stages_run.append(stage.name)
         stopped = any(r.verdict == "fail" for r in results)
         _not_reached(
             report, stage, profile,
-            "the stage ended at its first confirmed violation" if stopped
-            else "the stage stopped before it (see the stage's inconclusive result)", checks,
+            "the stage ended at its first confirmed violation (--all runs every check)"
+            if stopped and not run_all
+            else "the stage stopped before it (see the stage's inconclusive result)",
+            checks,
         )  # fmt: skip
         if stopped and not keep_going:
             for later in chosen[index:]:

@@ -14,10 +14,18 @@ __all__ = ["examples", "examples_plan"]
 
 def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
     yield from run_probes(
-        factory, f"{ctx.replay_prefix} --stage examples", ctx.announce, wants=ctx.wants
+        factory,
+        f"{ctx.replay_prefix} --stage examples",
+        ctx.announce,
+        wants=ctx.wants,
+        keep_going=ctx.run_all,
     )
 
 
-def examples_plan(profile: str) -> list[str]:
-    """The checks the examples stage runs, in order (the same under every profile)."""
-    return [e.__name__.replace("_", " ") for e in EXAMPLES] + [name for name, _, _ in PROBES]
+def examples_plan(profile: str) -> list[str | tuple[str, tuple[str, ...]]]:
+    """The checks the examples stage runs, in order (the same under every profile); the
+    probes with the rules they check."""
+    examples: list[str | tuple[str, tuple[str, ...]]] = [
+        e.__name__.replace("_", " ") for e in EXAMPLES
+    ]
+    return examples + [(name, rules) for name, rules, _ in PROBES]

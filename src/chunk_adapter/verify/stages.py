@@ -27,7 +27,9 @@ class Stage:
     target: str  # "module:function", imported in the worker only
     share: float  # share of the remaining budget this stage may use
     what: str
-    plan_target: str = ""  # "module:function": profile -> the names of the checks it runs
+    plan_target: str = ""
+    """``"module:function"``: profile -> the checks it runs, each a name or a
+    ``(name, rules)`` pair (the rules the check can find broken)."""
     floor: float = 0.0  # seconds it may take whatever its share (a cap, not a cost)
 
     def load(self) -> StageFn:
@@ -37,11 +39,20 @@ class Stage:
 
     def plan(self, profile: str) -> list[str]:
         """The names of the checks this stage runs under *profile*, in order ([] if unknown)."""
+        return [name for name, _ in self.planned(profile)]
+
+    def planned(self, profile: str) -> list[tuple[str, tuple[str, ...]]]:
+        """``(name, rules)`` of each check this stage runs under *profile*, in order: what a
+        "not reached" line names, so the rule table can say which rules were not reached."""
         if not self.plan_target:
             return []
         module, attr = self.plan_target.split(":")
-        names: list[str] = getattr(importlib.import_module(module), attr)(profile)
-        return names
+        items: list[str | tuple[str, tuple[str, ...]]] = getattr(
+            importlib.import_module(module), attr
+        )(profile)
+        return [
+            (item, ()) if isinstance(item, str) else (item[0], tuple(item[1])) for item in items
+        ]
 
 
 STAGES: tuple[Stage, ...] = (

@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--substitute", action="append", default=[])
     parser.add_argument("--check", action="append", default=[])  # run only these checks
+    parser.add_argument("--all", action="store_true", help="run every check after violations")
     # Run another stage function under this stage's name (the worker's own tests).
     parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         deadline=time.monotonic() + args.seconds,
         substitute=tuple(args.substitute),
         only=tuple(args.check),
+        run_all=args.all,
     )
     watch = CallWatch()
     threading.Thread(

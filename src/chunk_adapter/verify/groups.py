@@ -1,0 +1,103 @@
+"""Findings grouped by root cause: one group per (root rule, first violated check).
+
+Under ``verify --all`` every check runs to the budget, so one bug is usually
+seen by several checks (a stale token breaks R16 in the machines and in two
+explorer scenarios). :func:`group_findings` folds the confirmed violations
+into root causes: two findings are one group when they name the same **root
+rule** (the first of ``CheckResult.rules``) and the same **cause** — the first
+violated check's message with its particulars (chunk ids, keys, values,
+request names) taken out, so the oracle that fired is what is compared, not
+the data it fired on. Each group keeps the checks that saw it and the
+reproducer of the first (cheapest stage first, as verify runs them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..outcome import CheckResult
+
+__all__ = ["Group", "cause_of", "group_findings"]
+
+_KIND = re.compile(r"^\s*\[[a-z_-]+\]\s*")  # the explorer's "[violation] "
+_RULE = re.compile(r"^\s*R\d{1,2}\s*:\s*")  # "R16: "
+_NEXT_RULE = re.compile(r";\s*R\d{1,2}\s*:")  # "...; R15: ..." (several violations in one line)
+_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|(?<!\w)\"[^\"]*\"(?!\w)")  # not "registration's"
+_NESTED = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\([^()]*\)")
+_NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
+_QUALIFIER = re.compile(r"^(the |a |final )+")  # "final payload built" is "payload built"
+_SPACE = re.compile(r"\s+")
+
+
+def cause_of(evidence: str) -> str:
+    """The first violated check of *evidence*, without its particulars (module doc).
+
+    The first violation's message, with quoted strings, bracketed values and
+    numbers replaced (``…``, ``#``), cut at its first clause: ``"R16: chunk 0
+    handed out ({'data': ['a', 1]}) was fetched by a get that began before this
+    registration's load_async: ..."`` becomes ``"chunk # handed out … was fetched
+    by a get that began before this registration's load_async"``.
+    """
+    text = evidence.strip().splitlines()[0] if evidence.strip() else ""
+    text = _NEXT_RULE.split(text, maxsplit=1)[0]
+    text = _RULE.sub("", _KIND.sub("", text))
+    text = _QUOTED.sub("…", text)
+    previous = None
+    while previous != text:  # innermost brackets first, until none are left
+        previous = text
+        text = _NESTED.sub("…", text)
+    text = _NUMBER.sub("#", text)
+    head = re.split(r": |; |, ", text, maxsplit=1)[0]
+    head = _QUALIFIER.sub("", _SPACE.sub(" ", head).strip(" .;"))
+    return head or "(no message)"
+
+
+@dataclass
+class Group:
+    """One root cause: its rule, its cause, the checks that saw it and how to replay it."""
+
+    rule: str  # the root rule ("" when the finding names none: the adapter raised)
+    cause: str
+    evidence: str  # the first finding's evidence, as reported
+    checks: list[str] = field(default_factory=list)  # "stage/check", in the order run
+    replays: list[str] = field(default_factory=list)  # distinct reproducers, cheapest first
+    findings: list[CheckResult] = field(default_factory=list, repr=False)  # the results, in order
+
+    @property
+    def replay(self) -> str | None:
+        """The reproducer to try first: the first stage's."""
+        return self.replays[0] if self.replays else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "cause": self.cause,
+            "evidence": self.evidence,
+            "checks": list(self.checks),
+            "replay": self.replay,
+            "replays": list(self.replays),
+        }
+
+
+def group_findings(results: Iterable[CheckResult]) -> list[Group]:
+    """The confirmed violations among *results*, one :class:`Group` per root cause, in the
+    order their first finding was reported."""
+    groups: dict[tuple[str, str], Group] = {}
+    for result in results:
+        if result.verdict != "fail":
+            continue
+        rule = result.rules[0] if result.rules else ""
+        cause = cause_of(result.evidence)
+        group = groups.get((rule, cause))
+        if group is None:
+            group = groups[(rule, cause)] = Group(rule, cause, result.evidence)
+        group.findings.append(result)
+        check = f"{result.stage}/{result.name}"
+        if check not in group.checks:
+            group.checks.append(check)
+        if result.replay and result.replay not in group.replays:
+            group.replays.append(result.replay)
+    return list(groups.values())

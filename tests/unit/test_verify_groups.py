@@ -1,0 +1,144 @@
+"""``verify --all``: findings grouped by root cause, and the rule table's "not reached".
+
+Two findings are one group when they name the same root rule and the same
+first violated check (the message without its particulars); each group keeps
+the checks that saw it and the reproducer of the first. Every report form
+(text, JSON, JUnit, Markdown) carries the groups.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+
+from chunk_adapter.outcome import CheckResult
+from chunk_adapter.verify.groups import cause_of, group_findings
+from chunk_adapter.verify.junit import write_junit
+from chunk_adapter.verify.markdown import to_markdown
+from chunk_adapter.verify.report import VerifyReport, write_json, write_text
+from chunk_adapter.verify.result import rule_checks, rule_table
+
+STALE = "chunk {n} handed out ({{'data': ['{rid}', {n}]}}) was fetched by a get that began before"
+R16_STATEFUL = CheckResult(
+    "stateful", "machines", ("R16",), "fail",
+    "R16: " + STALE.format(n=0, rid="a") + " this registration's load_async: held [request 'a']",
+    replay="chunk-adapter replay 'stateful:ci:steps.x' --adapter p:f",
+)  # fmt: skip
+R16_EXPLORE = CheckResult(
+    "explore", "q5-cleanup / pct", ("R16", "R14"), "fail",
+    "[violation] R16: " + STALE.format(n=3, rid="b_1") + " this registration's load_async: "
+    "other particulars [request 'b_1']",
+    replay="chunk-adapter replay 'explore:q5:abc' --adapter p:f",
+)  # fmt: skip
+R15 = CheckResult(
+    "stateful", "machines", ("R15", "R14"), "fail",
+    "R15: poll_ready should hand out [] for this request, handed out [{'data': 1}] [request 'c']",
+    replay="chunk-adapter replay 'stateful:ci:steps.y' --adapter p:f",
+)  # fmt: skip
+R9_PASS = CheckResult("examples", "example 2", ("R9",), "pass", "held")
+NOT_REACHED = CheckResult("explore", "q2-retry / pct", ("R9", "R10"), "skip", "not reached: x")
+
+
+def report(*results: CheckResult, run_all: bool = True) -> VerifyReport:
+    return VerifyReport("p:f", "ci", 0, 240.0, results=list(results), run_all=run_all)
+
+
+def test_the_cause_leaves_out_the_particulars_but_keeps_the_check() -> None:
+    assert cause_of(R16_STATEFUL.evidence) == cause_of(R16_EXPLORE.evidence)
+    assert cause_of(R16_STATEFUL.evidence) == (
+        "chunk # handed out … was fetched by a get that began before this registration's load_async"
+    )
+    assert cause_of(R15.evidence) != cause_of(R16_STATEFUL.evidence)
+    assert cause_of("") == "(no message)"
+
+
+def test_the_cause_is_the_first_violation_of_a_line_that_names_several() -> None:
+    both = "R4: 'v' received [1, 2], expected the snapshots ['a'] then ['a', 'b']; R15: q's"
+    assert cause_of(both) == "… received …"
+    # one oracle, two wordings of the same check: a final chunk's and any chunk's
+    stress = "R4: payload built from {'n': -1}, which is no snapshot saved for this stream (x)"
+    final = "R4: final payload built from {'n': -1}, but the snapshot at save_async was {'n': 0}"
+    machines = "R4: payload built from ['a', 1, '<mutated>'], which is no snapshot saved"
+    assert cause_of(stress) == cause_of(final) == cause_of(machines) == "payload built from …"
+
+
+def test_one_bug_seen_by_two_stages_is_one_group_and_two_bugs_are_two() -> None:
+    groups = group_findings([R9_PASS, R16_STATEFUL, R15, R16_EXPLORE, NOT_REACHED])
+    assert [g.rule for g in groups] == ["R16", "R15"]
+    stale, swap = groups
+    assert stale.checks == ["stateful/machines", "explore/q5-cleanup / pct"]
+    assert stale.replay == R16_STATEFUL.replay  # the first stage's reproducer first
+    assert stale.replays == [R16_STATEFUL.replay, R16_EXPLORE.replay]
+    assert swap.checks == ["stateful/machines"] and swap.findings == [R15]
+
+
+def test_the_same_rule_with_another_first_check_is_another_group() -> None:
+    other = CheckResult("stress", "faults", ("R16",), "fail", "R16: cleanup_receiver returned "
+                        "while a get was in flight")  # fmt: skip
+    assert len(group_findings([R16_STATEFUL, other])) == 2
+
+
+def test_the_rule_table_says_not_reached_and_pass_only_when_every_check_ran() -> None:
+    table = {rule: verdict for rule, verdict, _ in rule_table([R9_PASS, NOT_REACHED, R15])}
+    assert table["R9"] == "not reached"  # passed in examples, but explore never got to it
+    assert table["R10"] == "not reached"
+    assert table["R15"] == "FAIL"
+    assert table["R1"] == "not checked"
+    assert {r: v for r, v, _ in rule_table([R9_PASS])}["R9"] == "pass"
+    # a failing check stopped at what it found: its other planned rules were not reached
+    planned = {"stateful/machines": ["R4", "R15", "R23"]}
+    table = {rule: (verdict, checks) for rule, verdict, checks in rule_checks([R15], planned)}
+    assert table["R23"] == ("not reached", ["stateful/machines"])
+    assert table["R15"] == ("FAIL", ["stateful/machines"])
+    assert table["R1"] == ("not checked", [])
+
+
+def test_text_prints_each_root_cause_once_with_the_checks_that_saw_it() -> None:
+    out = io.StringIO()
+    write_text(report(R16_STATEFUL, R15, R16_EXPLORE), out)
+    text = out.getvalue()
+    assert text.count("\nVIOLATION in ") == 2, text
+    assert "root cause 1 of 2: R16" in text and "root cause 2 of 2: R15" in text
+    assert "also seen by: explore/q5-cleanup / pct" in text
+    assert "3 confirmed contract violation(s), 2 root cause(s) (exit 1)" in text
+    assert "--all runs every check" not in text  # it did
+    out = io.StringIO()
+    write_text(report(R15, run_all=False), out)
+    assert "--all runs every check" in out.getvalue()
+
+
+def test_json_junit_and_markdown_carry_the_groups(tmp_path: Path) -> None:
+    r = report(R9_PASS, R16_STATEFUL, R15, R16_EXPLORE, NOT_REACHED)
+    path = tmp_path / "r.json"
+    write_json(r, str(path))
+    data = json.loads(path.read_text())
+    schema = json.loads(
+        resources.files("chunk_adapter.verify").joinpath("report.schema.json").read_text()
+    )
+    jsonschema.validate(data, schema)
+    assert data["all"] is True
+    assert {"all", "groups"} <= set(data) <= set(schema["properties"])
+    assert [(g["rule"], g["checks"]) for g in data["groups"]] == [
+        ("R16", ["stateful/machines", "explore/q5-cleanup / pct"]),
+        ("R15", ["stateful/machines"]),
+    ]
+    assert data["groups"][0]["replay"] == R16_STATEFUL.replay
+    junit = tmp_path / "j.xml"
+    write_junit(r, str(junit))
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    props = {p.get("name"): p.get("value") or "" for p in suite.iter("property")}
+    assert props["root_causes"] == "2" and props["all"] == "true"
+    assert props["root_cause.1"].startswith("R16: chunk # handed out")
+    assert "reproduce with: " + str(R15.replay) in props["root_cause.2"]
+    failures = [f.text or "" for f in suite.iter("failure")]
+    assert sum(t.startswith("root cause 1 of 2: R16") for t in failures) == 2, failures
+    md = to_markdown(r)
+    assert "**Root causes: 2**" in md and "Root cause 2 of 2: R15" in md
+    assert "Also seen by: explore/q5-cleanup / pct" in md
+    assert "| R10 | ⏭️ not reached |" in md
