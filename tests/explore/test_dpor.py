@@ -91,6 +91,7 @@ def test_dpor_reaches_every_outcome_dfs_reaches(program: Any) -> None:
     assert 1 < dpor_runs <= dfs_runs
 
 
+@pytest.mark.slow  # unbounded DFS of the toy is the costly part
 def test_dpor_runs_independent_steps_in_one_order_only() -> None:
     want, dfs_runs = outcomes(two_writers_own_locks, DfsStrategy(preemption_bound=UNBOUNDED))
     strategy = DporStrategy()
