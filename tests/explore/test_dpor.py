@@ -91,6 +91,7 @@ def test_dpor_reaches_every_outcome_dfs_reaches(program: Any) -> None:
     assert 1 < dpor_runs <= dfs_runs
 
 
+@pytest.mark.slow  # unbounded DFS of the toy is the costly part
 def test_dpor_runs_independent_steps_in_one_order_only() -> None:
     want, dfs_runs = outcomes(two_writers_own_locks, DfsStrategy(preemption_bound=UNBOUNDED))
     strategy = DporStrategy()
@@ -203,13 +204,25 @@ def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]
     return list(prove_stage(factory, ctx, stage._scenario_rules, judge, (), stage.RESERVE))
 
 
+@pytest.fixture
+def proofs_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verify proves nothing by default (a known DPOR hole); these tests switch it on."""
+    from chunk_adapter.explore import proofs
+
+    monkeypatch.setattr(proofs, "PROOF_PROFILES", {"ci": 3})
+
+
+def test_verify_runs_no_proofs_while_dpor_has_a_known_hole() -> None:
+    assert _proofs("chunk_adapter.adapter:ChunkAdapter") == []
+
+
+@pytest.mark.usefixtures("proofs_on")
 def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
     from chunk_adapter.explore.library import PROVE
-    from chunk_adapter.explore.proofs import PROOF_PROFILES
 
     results = _proofs("chunk_adapter.adapter:ChunkAdapter")
     names = [r.name for r in results]
-    assert names == [f"{n} / proof" for n in PROVE[: PROOF_PROFILES["ci"]]] + ["proofs"]
+    assert names == [f"{n} / proof" for n in PROVE[:3]] + ["proofs"]
     assert {r.verdict for r in results} == {"pass"}
     for r in results[:-1]:
         assert r.evidence.startswith("proved: verified: "), r
@@ -218,14 +231,33 @@ def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
     assert _proofs("chunk_adapter.adapter:ChunkAdapter", profile="quick") == []
 
 
+@pytest.mark.usefixtures("proofs_on")
 def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
     assert _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0) == []
 
 
 @pytest.mark.rule("R20", "R18")
+@pytest.mark.usefixtures("proofs_on")
 def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails() -> None:
     results = _proofs("tests.quality.broken_explore:LostWakeup")
     assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
     assert results[0].name == "q7-stop-wakes-save / proof"
     assert results[0].confirmation == "replayed once: failed again"
     assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
+
+
+@pytest.mark.slow
+@pytest.mark.rule("R5", "R9")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known DPOR hole: completes q1 on TwoSaveThreads without finding R9 "
+    "(random finds it in one execution); see docs/explorer.md",
+)
+def test_dpor_finds_the_second_save_thread() -> None:
+    report = explore(
+        LIBRARY["q1-save-snapshot-enqueue"],
+        DporStrategy(),
+        factory=broken.TwoSaveThreads,
+        time_budget=BUDGET,
+    )
+    assert report.failure is not None or not report.complete, report.summary()

@@ -237,7 +237,7 @@ class DporStrategy(Strategy):
         node = self._nodes[i - 1]  # the state just before step i
         tj = self._events[j][0]
         if tj not in node.runnable:
-            self._plan_earlier(i, tj, order.prev_of[j])
+            self._plan_earlier(i, j)
         if node.backtrack.issuperset(node.runnable):
             return
         ti, si = self._events[i][0], seq[i]
@@ -259,14 +259,17 @@ class DporStrategy(Strategy):
         if pick in node.runnable:
             node.backtrack.add(pick)
 
-    def _plan_earlier(self, i: int, tj: int, before_j: int) -> None:
+    def _plan_earlier(self, i: int, j: int) -> None:
         """Step j's task was not offered before step i: it wanted a lock that i's task
-        held (i released it, j takes it). The reversal is to run j's step before that
-        lock was taken: at the latest earlier state where it was offered with the same
-        next step (no step of its own in between)."""
-        for k in range(i - 1, max(before_j, 0), -1):
+        held (i released it, j takes it). The reversal is to run j's task before that
+        lock was taken: at the latest earlier state where it was offered and the step
+        taken there conflicts with step j (the acquire), whatever steps of its own
+        (independent, or reversed by their own races) come between."""
+        tj, fp_j = self._events[j]
+        for k in range(i - 1, 0, -1):
+            tk, fp_k = self._events[k]
             earlier = self._nodes[k - 1]
-            if tj in earlier.runnable:
+            if tk != tj and tj in earlier.runnable and conflict(fp_k, fp_j):
                 earlier.backtrack.add(tj)
                 return
 
