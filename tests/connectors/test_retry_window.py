@@ -148,6 +148,7 @@ def test_the_option_overrides_the_hint(shm_namespace: str) -> None:
             assert adapter.put_retry_window == expected, option
 
 
+@pytest.mark.slow  # ~4 s; the gate outage on shared memory covers the default tier
 @pytest.mark.rule("R10", "R25")
 def test_a_real_redis_restart_of_500ms_loses_no_chunk() -> None:
     if redis_server_path() is None:
