@@ -39,8 +39,8 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "inconclusive", "skip"]
 
-RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 24))
-"""The contract's rules, R1–R23 (docs/contract.md)."""
+RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 25))
+"""The rules verify checks, R1–R24 (docs/contract.md; R25–R29 bind the reference adapter only)."""
 
 
 PASTE_BEGIN = "----- begin file "
@@ -85,7 +85,7 @@ class CheckResult:
 
 
 def rules_named_in(text: str) -> tuple[str, ...]:
-    """The rule numbers (R1..R23) a message names, in order, without repeats."""
+    """The rule numbers (R1..R24) a message names, in order, without repeats."""
     seen: dict[str, None] = {}
     for match in re.finditer(r"\bR(\d{1,2})\b", text):
         rule = f"R{int(match.group(1))}"
