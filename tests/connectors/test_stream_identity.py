@@ -104,7 +104,7 @@ def connector(request: pytest.FixtureRequest) -> Iterator[tuple[Any, bool]]:
     conn.close()
 
 
-@pytest.mark.rule("R16")
+@pytest.mark.rule("R29")
 def test_a_reused_id_receives_only_its_own_stream(connector: tuple[Any, bool]) -> None:
     conn, overwrites = connector
     assert reuse_after_cleanup(conn, discard=True, overwrites=overwrites) == NEW
@@ -112,7 +112,7 @@ def test_a_reused_id_receives_only_its_own_stream(connector: tuple[Any, bool]) -
         assert conn.segments() == []
 
 
-@pytest.mark.rule("R16")
+@pytest.mark.rule("R29")
 def test_without_the_option_the_old_stream_leaks_into_the_new_one(shm_namespace: str) -> None:
     """The bug as measured (shm): proof that the scenario above bites."""
     with SharedMemoryConnector(shm_namespace) as conn:
@@ -121,7 +121,7 @@ def test_without_the_option_the_old_stream_leaks_into_the_new_one(shm_namespace:
         conn.purge()  # B's rest, stuck behind A's leftovers
 
 
-@pytest.mark.rule("R16")
+@pytest.mark.rule("R29")
 def test_a_rest_that_never_comes_is_given_up_and_the_new_stream_flows() -> None:
     conn = MemoryConnector(consume_on_get=True)
     snd = ChunkAdapter(conn, stage_id=0)
@@ -162,7 +162,7 @@ class Blind(ConnectorWrapper):
         return self.inner.get(key)
 
 
-@pytest.mark.rule("R16")
+@pytest.mark.rule("R29")
 def test_two_abandoned_streams_of_one_id_are_drained_in_order() -> None:
     """A is abandoned after A0; B, registered while A's rest is still awaited, after
     B0; then C: it gets none of A's or B's chunks, though B's rest lands below A's."""

@@ -18,8 +18,8 @@ import logging
 import re
 from collections.abc import Iterator
 
-import broken_deep
-import broken_leaks
+from tests.quality import broken_deep
+from tests.quality import broken_leaks
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
