@@ -18,8 +18,6 @@ import logging
 import re
 from collections.abc import Iterator
 
-from tests.quality import broken_deep
-from tests.quality import broken_leaks
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -29,6 +27,7 @@ from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.profiles import hypothesis_settings
 from chunk_adapter.stateful import make_machine
 from chunk_adapter.verify.leaks import PER_REQUEST, probe_bounded_state
+from tests.quality import broken_deep, broken_leaks
 
 LIVENESS = 2.0  # seconds; only broken adapters run the machine here
 DEFAULT_TIER = {"container_snapshot", "reuse_drops_queued"}

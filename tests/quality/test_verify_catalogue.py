@@ -65,16 +65,13 @@ BUDGET = 240.0  # the ci profile's default --max-seconds
 
 DEFAULT_TIER = {
     "broken_stateful:missing_snapshot",
-    "broken_stateful:id_bumped_before_put",
     "broken_explore:NoTokenCheck",
-    "broken_explore:TwoSaveThreads",
-    "plain_threading_adapter:PlainChunkAdapter",
     "broken_stress:stop_joins_forever",
-    "broken_stress:busy_spinning_recv",
     "broken_verify:deadlocks_in_save",
     "broken_leaks:send_state_kept",
 }
-"""One or two per stage in the default tier; the whole catalogue runs under -m slow."""
+"""One per stage (and R24) in the default tier, so CI stays under 15 minutes; the whole
+catalogue runs under -m slow (tox -e stress)."""
 
 RULE_FIRST = {name for name in CATALOGUE if name.startswith(("broken_deep:", "broken_leaks:"))}
 """Adapters whose own rule must be the first rule of the first failing check."""
@@ -124,6 +121,7 @@ def test_the_catalogue_covers_every_broken_adapter_module() -> None:
     assert modules == covered, f"modules without catalogue entries: {sorted(modules - covered)}"
 
 
+@pytest.mark.slow  # two full ci verifies (~45 s): CI stays under 15 minutes
 def test_the_ci_profile_gives_the_same_verdict_twice(tmp_path: Path) -> None:
     """The ci profile is a gate: the same adapter gets the same findings on every run."""
     verdicts = []

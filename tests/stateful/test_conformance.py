@@ -53,6 +53,7 @@ def test_conformance_machine(adapter_factory: AdapterFactory, adapter_spec: str)
     run_state_machine_as_test(machine, settings=hypothesis_settings(profile))
 
 
+@pytest.mark.slow  # the pipeline machine above is the default tier's; CI under 15 minutes
 @pytest.mark.rule(*ALL_RULES)
 def test_conformance_machine_loopback(adapter_factory: AdapterFactory, adapter_spec: str) -> None:
     """The extra variant: one adapter receiving its own chunks (``stage_id ==

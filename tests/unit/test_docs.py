@@ -35,7 +35,18 @@ def blocks(path: Path) -> list[str]:
     return [code for skip, code in BLOCK.findall(path.read_text()) if not skip]
 
 
-@pytest.mark.parametrize("path", [p for p in DOCS if blocks(p)], ids=lambda p: p.name)
+SLOW_DOCS = {"explorer.md"}
+"""Docs whose blocks run long explorations (~40 s): -m slow, so CI stays under 15 minutes."""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, id=p.name, marks=pytest.mark.slow if p.name in SLOW_DOCS else ())
+        for p in DOCS
+        if blocks(p)
+    ],
+)
 def test_the_python_blocks_run(path: Path, tmp_path: Path) -> None:
     for name, text in MYPKG.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
