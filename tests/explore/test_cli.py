@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from chunk_adapter.explore.__main__ import main
-
-QUALITY = str(Path(__file__).resolve().parents[1] / "quality")
 
 
 def test_list_names_every_library_scenario(capsys: pytest.CaptureFixture[str]) -> None:
@@ -25,10 +22,9 @@ def test_run_reports_a_complete_dfs(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.rule("R16")
 def test_run_then_replay_the_printed_command(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.syspath_prepend(QUALITY)
-    args = ["q5-cleanup-inflight-get", "--adapter", "broken_explore:NoTokenCheck"]
+    args = ["q5-cleanup-inflight-get", "--adapter", "tests.quality.broken_explore:NoTokenCheck"]
     assert main(["run", *args[:1], "--strategy", "random", *args[1:]]) == 1
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("or: python -m chunk_adapter.explore"))

@@ -30,7 +30,7 @@ from chunk_adapter.explore.primitives import ControlledRuntime
 from tests.explore._programs import every_execution
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "quality"))
-import broken_explore as broken
+from tests.quality import broken_explore as broken
 
 UNBOUNDED = 1_000  # a preemption bound no toy reaches: DFS runs every schedule
 BUDGET = float(os.environ.get("CHUNK_ADAPTER_EXPLORE_BUDGET", "120"))

@@ -115,7 +115,15 @@ def test_a_registration_without_progress_is_reported_once(
             rcv.load_async("lost")
             rcv.load_async("fine")
             mem.put("fine_0_0", chunk("f", True))
-            wait_until(lambda: rcv.stats().stalled == 1, 5.0, "lost to be reported stalled")
+            # The depth moves just before the WARNING is logged: wait for both.
+            wait_until(
+                lambda: (
+                    rcv.stats().stalled == 1
+                    and any("no progress" in r.getMessage() for r in caplog.records)
+                ),
+                5.0,
+                "lost to be reported stalled (the depth and the WARNING)",
+            )
         stats = rcv.stats()
         assert stats.stalls_reported == 1, "reported once, not once per round"
         warned = [r.getMessage() for r in caplog.records if "no progress" in r.getMessage()]
