@@ -74,7 +74,9 @@ def test_a_slow_correct_adapter_out_of_budget_is_inconclusive_with_coverage() ->
     (result,) = results
     match = re.fullmatch(r"(\d+) of 150 examples", result.coverage)
     assert match and int(match.group(1)) < 150, result.coverage
-    assert "budget" in result.evidence and "--max-seconds" in result.evidence
+    # Out of budget between examples, or at the deadline inside one: both say what to do.
+    assert "budget" in result.evidence or "deadline" in result.evidence, result.evidence
+    assert "--max-seconds" in result.evidence, result.evidence
     assert took < 4.0, f"the stage took {took:.1f} s of its 4 s"
 
 

@@ -88,7 +88,9 @@ def test_lost_notifications_cost_a_timeout_not_a_hang(rig: Rig, mem: MemoryConne
         snd.save_async(rid, round_, True)
         inbox.wait_final(rid, timeout=10.0)
         elapsed = time.monotonic() - start
-        assert elapsed < 2.0, f"R20: delivery took {elapsed:.2f}s with lost notifies; {rig.repro}"
+        # A hang is the inbox's 10 s; a lost notify costs a few WAIT_TIMEOUTs. 5 s leaves room
+        # for a CI process crowded with other tests' threads (2.9 s seen once).
+        assert elapsed < 5.0, f"R20: delivery took {elapsed:.2f}s with lost notifies; {rig.repro}"
     for adapter in (snd, rcv):
         _, elapsed = returns_within(5.0, adapter.stop, "stop() with lost notifies")
         assert elapsed < WAIT_TIMEOUT + 1.0, f"R20: stop() took {elapsed:.2f}s"
