@@ -24,6 +24,7 @@ import copy
 from typing import Any
 
 from chunk_adapter.adapter import ChunkAdapter
+from tests.quality.broken_stateful import _factory
 
 
 def containers_only(obj: Any) -> Any:
@@ -57,29 +58,9 @@ class ReuseDropsQueued(ChunkAdapter):
             self._drained_cond.notify_all()
 
 
-def _factory(name: str, cls: type[ChunkAdapter] = ChunkAdapter, snapshot: Any = None) -> Any:
-    def factory(
-        connector: Any,
-        *,
-        stage_id: int,
-        src_stage_id: int | None = None,
-        build_payload: Any = None,
-    ) -> ChunkAdapter:
-        return cls(
-            connector,
-            stage_id=stage_id,
-            src_stage_id=src_stage_id,
-            build_payload=build_payload,
-            snapshot=snapshot or copy.deepcopy,
-        )
-
-    factory.__name__ = factory.__qualname__ = name
-    return factory
-
-
-shallow_snapshot = _factory("shallow_snapshot", snapshot=copy.copy)
-container_snapshot = _factory("container_snapshot", snapshot=containers_only)
-reuse_drops_queued = _factory("reuse_drops_queued", ReuseDropsQueued)
+shallow_snapshot = _factory(ChunkAdapter, "shallow_snapshot", copy.copy)
+container_snapshot = _factory(ChunkAdapter, "container_snapshot", containers_only)
+reuse_drops_queued = _factory(ReuseDropsQueued, "reuse_drops_queued")
 
 EXPECTED: dict[str, set[str]] = {
     "shallow_snapshot": {"R4"},

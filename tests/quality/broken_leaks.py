@@ -15,10 +15,10 @@ per request. Factories: ``tests.quality.broken_leaks:<name>``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from chunk_adapter.adapter import ChunkAdapter
+from tests.quality.broken_stateful import _factory
 
 
 class SendStateKept(ChunkAdapter):
@@ -41,27 +41,6 @@ class LeakAfterCleanup(ChunkAdapter):
                 # BUG: stamped before the token check; a cleaned-up request gets it back
                 self._progress_at.setdefault(request_id, self.runtime.monotonic())
         return super()._recv_round(entries)
-
-
-def _factory(cls: type[ChunkAdapter], name: str) -> Any:
-    def factory(
-        connector: Any,
-        *,
-        stage_id: int,
-        src_stage_id: int | None = None,
-        build_payload: Any = None,
-    ) -> ChunkAdapter:
-        return cls(
-            connector,
-            stage_id=stage_id,
-            src_stage_id=src_stage_id,
-            build_payload=build_payload,
-            snapshot=copy.deepcopy,
-        )
-
-    factory.__doc__ = cls.__doc__
-    factory.__name__ = factory.__qualname__ = name
-    return factory
 
 
 send_state_kept = _factory(SendStateKept, "send_state_kept")

@@ -160,7 +160,9 @@ class FinalLostOnBuildFailure(ChunkAdapter):
         self._put_with_retries(request_id, {"data": payload, "finished": True}, True)
 
 
-def _factory(cls: type[ChunkAdapter], name: str) -> Any:
+def _factory(cls: type[ChunkAdapter], name: str, snapshot: Any = copy.deepcopy) -> Any:
+    """A factory building *cls* (the broken adapters of tests/quality share it)."""
+
     def factory(
         connector: Any,
         *,
@@ -173,7 +175,7 @@ def _factory(cls: type[ChunkAdapter], name: str) -> Any:
             stage_id=stage_id,
             src_stage_id=src_stage_id,
             build_payload=build_payload,
-            snapshot=copy.deepcopy,
+            snapshot=snapshot,
         )
 
     factory.__doc__ = cls.__doc__
