@@ -133,12 +133,8 @@ class SenderSide:
                     self._send_cond.wait(self.wait_timeout)
                 if self._stop.is_set():
                     return
-                request_id, snap, is_final = self._fifo.popleft()
-                cancelled = request_id in self._cancelled
+                request_id, snap, is_final, cancelled = self._take()
                 self._in_flight = (self._done, request_id, is_final)
-                left = self._queued.pop(request_id, 1) - 1
-                if left > 0:
-                    self._queued[request_id] = left
             try:
                 self._send_one(request_id, snap, is_final, cancelled)
             except Exception:  # a bug of ours must not kill the thread either (R22)
@@ -150,6 +146,17 @@ class SenderSide:
                     self._in_flight = None
                     self._done += 1
                     self._drained_cond.notify_all()
+
+    def _take(self) -> tuple[str, Any, bool, bool]:
+        """Called with ``_send_cond`` held and the FIFO not empty: the next item as
+        (request id, snapshot, final?, cancelled?), no longer counted in ``_queued``.
+        Subclasses that write their own SAVE loop take items with this, so the
+        per-request count never outlives the stream (R24)."""
+        request_id, snap, is_final = self._fifo.popleft()
+        left = self._queued.pop(request_id, 1) - 1
+        if left > 0:
+            self._queued[request_id] = left
+        return request_id, snap, is_final, request_id in self._cancelled
 
     def _send_one(self, request_id: str, snap: Any, is_final: bool, cancelled: bool) -> None:
         """Build (outside every lock) and put one chunk (R6, R7, R8)."""

@@ -72,8 +72,7 @@ class LostWakeup(ChunkAdapter):
             with self._send_cond:
                 if not self._fifo:
                     continue
-                request_id, snap, is_final = self._fifo.popleft()
-                cancelled = request_id in self._cancelled
+                request_id, snap, is_final, cancelled = self._take()
             self._send_one(request_id, snap, is_final, cancelled)
 
 
@@ -88,8 +87,7 @@ class WaitNotInLoop(ChunkAdapter):
                     self._send_cond.wait(self.wait_timeout)
                 if self._stop.is_set():
                     return
-                request_id, snap, is_final = self._fifo.popleft()
-                cancelled = request_id in self._cancelled
+                request_id, snap, is_final, cancelled = self._take()
             self._send_one(request_id, snap, is_final, cancelled)
 
 

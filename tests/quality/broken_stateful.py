@@ -121,11 +121,14 @@ class CleanupKeepsReady(ChunkAdapter):
     """cleanup_receiver forgets the registration but not its ready chunks (R16)."""
 
     def cleanup_receiver(self, request_id: str) -> None:
-        check_request_id(request_id, "cleanup_receiver")
         with self._recv_lock:
-            self._tokens.pop(request_id, None)
-            self._next_recv_id.pop(request_id, None)
-            # BUG: self._ready.pop(request_id) is missing
+            kept = self._ready.get(request_id)
+        super().cleanup_receiver(request_id)
+        # BUG: the registration's ready chunks are put back (the only difference from
+        # the reference: everything else the cleanup forgets stays forgotten)
+        if kept is not None:
+            with self._recv_lock:
+                self._ready[request_id] = kept
 
 
 class NonePayloadUsesId(ChunkAdapter):

@@ -67,8 +67,7 @@ class SaveDiesOnPutError(ChunkAdapter):
                     self._send_cond.wait(self.wait_timeout)
                 if self._stop.is_set():
                     return
-                request_id, snap, is_final = self._fifo.popleft()
-                cancelled = request_id in self._cancelled
+                request_id, snap, is_final, cancelled = self._take()
                 chunk_id = self._next_send_id.get(request_id, 0)
             if cancelled and not is_final:
                 continue
