@@ -1,0 +1,87 @@
+"""Broken adapters whose throughput collapses while every chunk still arrives (issue 11).
+
+Each is the reference ChunkAdapter with ONE change, exposed as a factory
+(``tests.quality.broken_stall:<name>``) for ``--adapter``. Both are
+functionally correct — every chunk is put once, in order, and handed out
+exactly once — so only a check that measures how long work waits sees them.
+``EXPECTED`` maps each factory to the rule a report must name first.
+
+- ``fixed_period_recv``: the RECV thread, after a round that got nothing,
+  sleeps a fixed :data:`POLL_PERIOD` (0.5 s, "polling the store 1000 times a
+  second is wasteful") and ignores put notifications. A chunk put just after
+  an empty get waits out the rest of the period before it is committed,
+  although the connector has it; one request's chunks flow at about two per
+  second. R17: with requests but no progress the RECV thread sleeps about
+  1 ms (and an event-driven one wakes on the put).
+- ``global_build_lock``: the SAVE thread holds a lock shared by every adapter
+  in the process (a class attribute meant to make a thread-unsafe
+  ``build_payload`` safe) across ``build_payload``. One SAVE thread per
+  adapter already orders that adapter's own chunks (R5), but now a slow
+  build of one request in one adapter — one stage, one pipeline — stalls the
+  SAVE threads of every other adapter in the process: head-of-line blocking
+  across requests that share nothing but the interpreter. R7:
+  ``build_payload`` is called outside every lock (and R17: no request waits
+  behind another).
+
+What ``chunk-adapter verify`` (ci profile) made of them at b8b986f:
+``fixed_period_recv`` fails with R17 first (stress/head-of-line; the examples
+stage's prompt hand-off probe would name it too, but the bounded-state probe
+before it uses up that stage's time on so slow a receiver), so it is in
+``test_verify_catalogue.CATALOGUE``. ``global_build_lock`` is NOT caught: no
+check runs two adapters of one factory while a build is held (exit 3 at the
+240 s budget on a loaded machine, every check passed or undecided), so it is
+left out of the catalogue until verify has such a check.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from chunk_adapter.adapter import ChunkAdapter
+from tests.quality.broken_stateful import _factory
+
+__all__ = ["EXPECTED", "POLL_PERIOD", "fixed_period_recv", "global_build_lock"]
+
+POLL_PERIOD = 0.5
+"""Seconds the RECV thread of ``fixed_period_recv`` sleeps after a round without progress."""
+
+
+class FixedPeriodRecv(ChunkAdapter):
+    """After a round without progress the RECV thread sleeps a fixed 0.5 s (R17)."""
+
+    def _idle(self, signal: int) -> bool:
+        # BUG: R17 wants ~1 ms here (or a wake-up on the put of an awaited key); a
+        # chunk put just after an empty get waits up to POLL_PERIOD to be committed.
+        # stop() still interrupts the sleep, so R18 holds.
+        return self._stop.wait(POLL_PERIOD)
+
+
+class GlobalBuildLock(ChunkAdapter):
+    """Holds one process-wide lock across build_payload: a slow build in one adapter
+    stalls the SAVE threads of all the others (R7, R17)."""
+
+    # BUG: one lock for the whole class, so for every adapter in the process. Guards
+    # nothing of the adapter's state: it serialises build_payload calls, and the SAVE
+    # thread of any adapter holds it for the whole of one build. Nobody waits on it
+    # with a condition; it is taken nowhere else.
+    _build_lock = threading.Lock()
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        super().__init__(connector, **kwargs)
+        build = self.build_payload
+
+        def locked_build(request_id: str, snap: Any, is_final: bool) -> Any:
+            with GlobalBuildLock._build_lock:  # BUG: R7, build_payload outside every lock
+                return build(request_id, snap, is_final)
+
+        self.build_payload = locked_build
+
+
+fixed_period_recv = _factory(FixedPeriodRecv, "fixed_period_recv")
+global_build_lock = _factory(GlobalBuildLock, "global_build_lock")
+
+EXPECTED: dict[str, set[str]] = {
+    "fixed_period_recv": {"R17"},
+    "global_build_lock": {"R7", "R17"},
+}
