@@ -1,7 +1,7 @@
 """Broken adapters whose throughput collapses while every chunk still arrives (issue 11).
 
 Each is the reference ChunkAdapter with ONE change, exposed as a factory
-(``tests.quality.broken_stall:<name>``) for ``--adapter``. Both are
+(``tests.quality.broken_stall:<name>``) for ``--adapter``. All three are
 functionally correct — every chunk is put once, in order, and handed out
 exactly once — so only a check that measures how long work waits sees them.
 ``EXPECTED`` maps each factory to the rule a report must name first.
@@ -13,6 +13,13 @@ exactly once — so only a check that measures how long work waits sees them.
   although the connector has it; one request's chunks flow at about two per
   second. R17: with requests but no progress the RECV thread sleeps about
   1 ms (and an event-driven one wakes on the put).
+- ``backoff_recv``: the same stall grown gradually, the way polling loops are
+  usually "optimised": after each round without progress the RECV thread's
+  pause doubles, from ``idle_backoff`` (1 ms) up to :data:`POLL_PERIOD`, and
+  a round with progress resets it; put notifications are ignored. A busy
+  pipeline sees 1 ms pauses; a request whose chunk comes after a second or
+  more of quiet waits up to 0.5 s for it. R17 (about 1 ms, whatever came
+  before).
 - ``global_build_lock``: the SAVE thread holds a lock shared by every adapter
   in the process (a class attribute meant to make a thread-unsafe
   ``build_payload`` safe) across ``build_payload``. One SAVE thread per
@@ -41,7 +48,7 @@ from typing import Any
 from chunk_adapter.adapter import ChunkAdapter
 from tests.quality.broken_stateful import _factory
 
-__all__ = ["EXPECTED", "POLL_PERIOD", "fixed_period_recv", "global_build_lock"]
+__all__ = ["EXPECTED", "POLL_PERIOD", "backoff_recv", "fixed_period_recv", "global_build_lock"]
 
 POLL_PERIOD = 0.5
 """Seconds the RECV thread of ``fixed_period_recv`` sleeps after a round without progress."""
@@ -55,6 +62,27 @@ class FixedPeriodRecv(ChunkAdapter):
         # chunk put just after an empty get waits up to POLL_PERIOD to be committed.
         # stop() still interrupts the sleep, so R18 holds.
         return self._stop.wait(POLL_PERIOD)
+
+
+class BackoffRecv(ChunkAdapter):
+    """The RECV thread's idle pause doubles up to 0.5 s while nothing arrives (R17)."""
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        super().__init__(connector, **kwargs)
+        # The next idle pause; read and written by the RECV thread only (no lock).
+        self._pause = self.idle_backoff
+
+    def _recv_round(self, entries: int) -> bool:
+        progress = super()._recv_round(entries)
+        if progress:
+            self._pause = self.idle_backoff
+        return progress
+
+    def _idle(self, signal: int) -> bool:
+        # BUG: R17 wants ~1 ms after ANY round without progress; after a quiet spell
+        # the pause has grown to POLL_PERIOD and the next chunk waits for it.
+        pause, self._pause = self._pause, min(max(self._pause, 0.001) * 2, POLL_PERIOD)
+        return self._stop.wait(pause)
 
 
 class GlobalBuildLock(ChunkAdapter):
@@ -79,9 +107,11 @@ class GlobalBuildLock(ChunkAdapter):
 
 
 fixed_period_recv = _factory(FixedPeriodRecv, "fixed_period_recv")
+backoff_recv = _factory(BackoffRecv, "backoff_recv")
 global_build_lock = _factory(GlobalBuildLock, "global_build_lock")
 
 EXPECTED: dict[str, set[str]] = {
     "fixed_period_recv": {"R17"},
+    "backoff_recv": {"R17"},
     "global_build_lock": {"R7", "R17"},
 }
