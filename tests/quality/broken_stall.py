@@ -30,14 +30,21 @@ exactly once — so only a check that measures how long work waits sees them.
   ``build_payload`` is called outside every lock (and R17: no request waits
   behind another).
 
-What ``chunk-adapter verify`` (ci profile) made of them at b8b986f:
-``fixed_period_recv`` fails with R17 first (stress/head-of-line; the examples
-stage's prompt hand-off probe would name it too, but the bounded-state probe
-before it uses up that stage's time on so slow a receiver), so it is in
-``test_verify_catalogue.CATALOGUE``. ``global_build_lock`` is NOT caught: no
-check runs two adapters of one factory while a build is held (exit 3 at the
-240 s budget on a loaded machine, every check passed or undecided), so it is
-left out of the catalogue until verify has such a check.
+What ``chunk-adapter verify`` (ci profile) made of them at b8b986f, on the
+shared 2-core machine (load 9-13):
+
+- ``fixed_period_recv``: exit 1, R17 first (stress/head-of-line). The
+  examples stage's prompt hand-off probe would name it in seconds, but the
+  bounded-state probe before it uses up that stage's 45 s on so slow a
+  receiver (43 s alone), so the probe is not reached. In
+  ``test_verify_catalogue.CATALOGUE``.
+- ``backoff_recv``: NOT caught (exit 3 at 240 s and at 600 s; every R17 check
+  passed). The pacing checks send chunk after chunk or measure right after
+  registering, so the pause never grows; the stateful machines only slow
+  down (10 of 150 examples in 170 s). Not in the catalogue.
+- ``global_build_lock``: NOT caught (exit 3 at 240 s and at 600 s, no check
+  failed): no check runs two adapters of one factory while a build is held.
+  Not in the catalogue.
 """
 
 from __future__ import annotations
