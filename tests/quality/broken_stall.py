@@ -7,15 +7,15 @@ exactly once — so only a check that measures how long work waits sees them.
 ``EXPECTED`` maps each factory to the rule a report must name first.
 
 - ``fixed_period_recv``: the RECV thread, after a round that got nothing,
-  sleeps a fixed :data:`POLL_PERIOD` (0.5 s, "polling the store 1000 times a
-  second is wasteful") and ignores put notifications. A chunk put just after
-  an empty get waits out the rest of the period before it is committed,
-  although the connector has it; one request's chunks flow at about two per
-  second. R17: with requests but no progress the RECV thread sleeps about
+  sleeps a fixed :data:`POLL_PERIOD` (1 s, "polling the store 1000 times a
+  second is wasteful") and ignores put notifications. A chunk put after an
+  empty get waits out the rest of the period before it is committed,
+  although the connector has it: 0.5 s on average, a whole second when it
+  comes just after a round. R17: with requests but no progress the RECV thread sleeps about
   1 ms (and an event-driven one wakes on the put).
 - ``backoff_recv``: the same stall grown gradually, the way polling loops are
   usually "optimised": after each round without progress the RECV thread's
-  pause doubles, from ``idle_backoff`` (1 ms) up to :data:`POLL_PERIOD`, and
+  pause doubles, from ``idle_backoff`` (1 ms) up to :data:`BACKOFF_CAP`, and
   a round with progress resets it; put notifications are ignored. A busy
   pipeline sees 1 ms pauses; a request whose chunk comes after a second or
   more of quiet waits up to 0.5 s for it. R17 (about 1 ms, whatever came
@@ -36,7 +36,8 @@ shared 2-core machine (load 9-13):
 - ``fixed_period_recv``: exit 1, R17 first (stress/head-of-line). The
   examples stage's prompt hand-off probe would name it in seconds, but the
   bounded-state probe before it uses up that stage's 45 s on so slow a
-  receiver (43 s alone), so the probe is not reached. In
+  receiver (43 s alone already with a 0.5 s period), so the probe is not
+  reached. Four runs: exit 1 in 79-108 s, R17 first, confirmed 2 of 2. In
   ``test_verify_catalogue.CATALOGUE``.
 - ``backoff_recv``: NOT caught (exit 3 at 240 s and at 600 s; every R17 check
   passed). The pacing checks send chunk after chunk or measure right after
@@ -55,18 +56,30 @@ from typing import Any
 from chunk_adapter.adapter import ChunkAdapter
 from tests.quality.broken_stateful import _factory
 
-__all__ = ["EXPECTED", "POLL_PERIOD", "backoff_recv", "fixed_period_recv", "global_build_lock"]
+__all__ = [
+    "BACKOFF_CAP",
+    "EXPECTED",
+    "POLL_PERIOD",
+    "backoff_recv",
+    "fixed_period_recv",
+    "global_build_lock",
+]
 
-POLL_PERIOD = 0.5
-"""Seconds the RECV thread of ``fixed_period_recv`` sleeps after a round without progress."""
+POLL_PERIOD = 1.0
+"""Seconds the RECV thread of ``fixed_period_recv`` sleeps after a round without progress:
+twice the 0.5 s head-of-line bound of the stress stage, so that a chunk saved just after
+a round misses it on any machine, however fast (with 0.5 s it would miss it by the few
+milliseconds of one round)."""
+BACKOFF_CAP = 0.5
+"""The longest idle pause of ``backoff_recv`` (the reference adapter's event-driven re-poll)."""
 
 
 class FixedPeriodRecv(ChunkAdapter):
-    """After a round without progress the RECV thread sleeps a fixed 0.5 s (R17)."""
+    """After a round without progress the RECV thread sleeps a fixed 1 s (R17)."""
 
     def _idle(self, signal: int) -> bool:
         # BUG: R17 wants ~1 ms here (or a wake-up on the put of an awaited key); a
-        # chunk put just after an empty get waits up to POLL_PERIOD to be committed.
+        # chunk put after an empty get waits up to POLL_PERIOD to be committed.
         # stop() still interrupts the sleep, so R18 holds.
         return self._stop.wait(POLL_PERIOD)
 
@@ -87,8 +100,8 @@ class BackoffRecv(ChunkAdapter):
 
     def _idle(self, signal: int) -> bool:
         # BUG: R17 wants ~1 ms after ANY round without progress; after a quiet spell
-        # the pause has grown to POLL_PERIOD and the next chunk waits for it.
-        pause, self._pause = self._pause, min(max(self._pause, 0.001) * 2, POLL_PERIOD)
+        # the pause has grown to BACKOFF_CAP and the next chunk waits for it.
+        pause, self._pause = self._pause, min(max(self._pause, 0.001) * 2, BACKOFF_CAP)
         return self._stop.wait(pause)
 
 
