@@ -11,8 +11,8 @@ exactly once — so only a check that measures how long work waits sees them.
   second is wasteful") and ignores put notifications. A chunk put after an
   empty get waits out the rest of the period before it is committed,
   although the connector has it: 0.5 s on average, a whole second when it
-  comes just after a round. R17: with requests but no progress the RECV thread sleeps about
-  1 ms (and an event-driven one wakes on the put).
+  comes just after a round. R17: with requests but no progress the RECV
+  thread sleeps about 1 ms (and an event-driven one wakes on the put).
 - ``backoff_recv``: the same stall grown gradually, the way polling loops are
   usually "optimised": after each round without progress the RECV thread's
   pause doubles, from ``idle_backoff`` (1 ms) up to :data:`BACKOFF_CAP`, and
