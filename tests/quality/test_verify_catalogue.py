@@ -54,6 +54,8 @@ CATALOGUE: dict[str, set[str]] = {
     # found by the bounded-state probe (tests/quality/broken_leaks.py; R24)
     "broken_leaks:send_state_kept": {"R24"},
     "broken_leaks:leak_after_cleanup": {"R24"},
+    # throughput stalls (tests/quality/broken_stall.py; issue 11)
+    "broken_stall:fixed_period_recv": {"R17"},
     # attacks on the tool itself (tests/quality/broken_verify.py)
     "broken_verify:hangs_in_stop": {"R18"},
     "broken_verify:deadlocks_in_save": {"R3"},
