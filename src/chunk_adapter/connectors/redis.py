@@ -39,9 +39,10 @@ prefix is the start of another's key (``job:`` never sees ``job1:``'s keys).
 
 Permanent errors (R25): a value over ``max_value_bytes`` (Redis's own limit,
 512 MiB, by default) raises :class:`~.base.ValueTooLarge` before anything is
-sent; a refused login or a missing ACL permission raises a
-:class:`RedisConnectorError` with ``permanent = True``. The adapter retries
-neither.
+sent; a refused login, a missing ACL permission or a server certificate the
+client does not trust raises a :class:`RedisConnectorError` with
+``permanent = True``; another writer's unconsumed value under the key raises a
+permanent ``KeyOccupied``. The adapter retries none of them.
 
 redis-py is imported when the first connector is made; without it, the error
 says ``pip install 'chunk-adapter[redis]'``.
@@ -81,6 +82,8 @@ DEFAULT_TTL = 600.0  # seconds: far longer than any chunk waits, short enough to
 MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
 # Error replies no retry can fix: a refused login, a missing ACL permission, a size limit.
 _PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
+# ... and a server certificate that the client does not trust (rediss://).
+_UNTRUSTED_TLS = "CERTIFICATE_VERIFY_FAILED"
 NOTIFY_THREAD = "chunk-adapter-redis-notify"
 _GLOB_SPECIAL = "*?[]\\"
 # Every stored value starts with MAGIC, the 16-byte id of the connector that put it
@@ -226,10 +229,20 @@ class RedisConnector:
     def _fail(self, op: str, key: str, exc: BaseException) -> RedisConnectorError:
         redis = _redis()
         text = str(exc)
-        permanent = isinstance(
-            exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)
-        ) or any(reply in text for reply in _PERMANENT_REPLIES)
-        fix = " Fix the password or ACL in the url=" if permanent else ""
+        refused = (
+            redis.AuthenticationError,
+            redis.exceptions.AuthorizationError,
+            redis.exceptions.NoPermissionError,  # NOPERM: redis-py drops the word
+        )
+        permanent = isinstance(exc, refused) or any(reply in text for reply in _PERMANENT_REPLIES)
+        if _UNTRUSTED_TLS in text:
+            permanent = True
+            fix = (
+                " Fix: name the CA that signed the server's certificate, e.g. "
+                "rediss://host:6379/0?ssl_ca_certs=/path/to/ca.pem"
+            )
+        else:
+            fix = " Fix the password or ACL in the url=" if permanent else ""
         return RedisConnectorError(
             f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {text}.{fix}",
             permanent=permanent,
