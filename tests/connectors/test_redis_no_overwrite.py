@@ -12,6 +12,8 @@ foreign value never stalls the SAVE thread). All against a real redis-server.
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -149,6 +151,51 @@ def test_writers_racing_for_one_key_exactly_one_wins(
     finally:
         for writer in writers:
             writer.close()
+
+
+def _race_in_a_process(url: str, prefix: str, barrier: Any, results: Any) -> None:
+    """One writer process: each round, put the round's key when every writer is ready."""
+    with RedisConnector(url=url, prefix=prefix) as conn:
+        for n in range(ROUNDS):
+            barrier.wait(BOUND)
+            try:
+                conn.put(f"xrace_0_{n}", value(os.getpid()))
+            except KeyOccupied as exc:
+                results.put((n, os.getpid(), bool(exc.permanent)))
+            else:
+                results.put((n, os.getpid(), None))
+
+
+@pytest.mark.rule("R25")
+def test_writer_processes_racing_for_one_key_exactly_one_wins(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)  # releases both writer processes into each round at once
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_race_in_a_process, args=(redis_server.url, redis_prefix, barrier, results)
+        )
+        for _ in range(2)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        outcomes: dict[int, list[tuple[int, bool | None]]] = {}
+        for _ in range(2 * ROUNDS):
+            n, pid, permanent = results.get(timeout=6 * BOUND)
+            outcomes.setdefault(n, []).append((pid, permanent))
+    finally:
+        for proc in procs:
+            proc.join(BOUND)
+    assert [p.exitcode for p in procs] == [0, 0]
+    with RedisConnector(url=redis_server.url, prefix=redis_prefix) as conn:
+        for n, pair in sorted(outcomes.items()):
+            winners = [pid for pid, permanent in pair if permanent is None]
+            assert len(winners) == 1, f"round {n}: {pair}"
+            assert [permanent for _, permanent in pair if permanent is not None] == [True]
+            assert conn.get(f"xrace_0_{n}") == value(winners[0]), f"round {n}"
 
 
 def test_threads_of_one_connector_racing_for_one_key_exactly_one_wins(
