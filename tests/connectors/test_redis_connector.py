@@ -16,6 +16,8 @@ import pytest
 from chunk_adapter.connectors import redis as redis_module
 from chunk_adapter.connectors.redis import (
     DEFAULT_TTL,
+    HEADER_BYTES,
+    MAGIC,
     RedisConnector,
     RedisConnectorError,
     RedisNotInstalled,
@@ -146,7 +148,9 @@ def test_an_unserialisable_value_fails_the_put_clearly_and_stores_nothing(
 def test_a_pluggable_serializer_is_used(redis_server: RedisServer, redis_prefix: str) -> None:
     with RedisConnector(url=redis_server.url, prefix=redis_prefix, serializer=json) as c:
         c.put("k", {"data": [1], "finished": True})
-        assert c.client.get((redis_prefix + "k").encode()) == b'{"data": [1], "finished": true}'
+        stored = c.client.get((redis_prefix + "k").encode())
+        assert stored[HEADER_BYTES:] == b'{"data": [1], "finished": true}'
+        assert stored[:HEADER_BYTES].startswith(MAGIC + c.writer), "header: who put it"
         assert c.get("k") == {"data": [1], "finished": True}
 
 

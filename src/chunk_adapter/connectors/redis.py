@@ -1,18 +1,31 @@
 """A connector on Redis (redis-py): namespaced keys, a TTL, consume on get.
 
-Each value is stored as ``SET prefix+key <bytes> PX ttl``: the TTL bounds how
-long an abandoned stream (a receiver that never comes, a sender that died) can
-occupy the store. ``get`` is ``GETDEL`` by default (atomic: exactly one reader
-gets a value), ``GET`` with ``consume_on_get=False``. A later put of the same key
-overwrites (as :class:`~chunk_adapter.connectors.memory.MemoryConnector` does),
-so a retried put is idempotent.
+Each value is stored as ``SET prefix+key <header><bytes> NX PX ttl``: the TTL
+bounds how long an abandoned stream (a receiver that never comes, a sender that
+died) can occupy the store. ``get`` is ``GETDEL`` by default (atomic: exactly
+one reader gets a value), ``GET`` with ``consume_on_get=False``.
 
-With ``notify=True`` every put also publishes the key on ``prefix + "puts"`` in
-the same ``MULTI``/``EXEC`` transaction, and the connector offers the optional
+No overwrite. ``NX`` makes a put store nothing when its key still holds a value
+nobody consumed: it raises :class:`~chunk_adapter.connectors.KeyOccupied`, as the
+shared-memory connector does, so a sender never silently replaces a chunk its
+receiver has not read (a reused request id, a second sender on the prefix). Of
+two writers racing for one key exactly one wins. The 28-byte header (``\x00CAR``,
+the 16-byte id of the connector that put the value, a put number) says whose
+value is there: this connector's own means its reader will consume it, so the
+error is transient and the adapter retries; anyone else's (another connector or
+process, a value without the header) makes it permanent (R25), so one foreign
+value cannot stall the SAVE thread. ``get`` strips the header; a value without
+it (written by another tool) is read whole. A put that raised after the server
+may have stored it (a timeout) is retried with the same header, so the retry
+finds its own value and succeeds instead of waiting for the receiver.
+
+With ``notify=True`` a put that stored its value then publishes the key on
+``prefix + "puts"``, and the connector offers the optional
 ``subscribe(callback)`` capability (see :mod:`chunk_adapter.connectors.base`):
 a listener thread calls ``callback(key)`` for each such put, from any process.
 Pub/sub is at most once (a message sent while the listener reconnects is
-lost), which the capability allows: the adapter re-polls now and then.
+lost, and so is one whose PUBLISH fails: the put still succeeded, and says so
+at WARNING), which the capability allows: the adapter re-polls now and then.
 
 Trust and isolation. Values are stored with the ``safe-json`` serializer by
 default, which cannot run code when it reads (anyone who can write to the
@@ -26,9 +39,10 @@ prefix is the start of another's key (``job:`` never sees ``job1:``'s keys).
 
 Permanent errors (R25): a value over ``max_value_bytes`` (Redis's own limit,
 512 MiB, by default) raises :class:`~.base.ValueTooLarge` before anything is
-sent; a refused login or a missing ACL permission raises a
-:class:`RedisConnectorError` with ``permanent = True``. The adapter retries
-neither.
+sent; a refused login, a missing ACL permission or a server certificate the
+client does not trust raises a :class:`RedisConnectorError` with
+``permanent = True``; another writer's unconsumed value under the key raises a
+permanent ``KeyOccupied``. The adapter retries none of them.
 
 redis-py is imported when the first connector is made; without it, the error
 says ``pip install 'chunk-adapter[redis]'``.
@@ -37,26 +51,51 @@ says ``pip install 'chunk-adapter[redis]'``.
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 import math
+import struct
 import threading
 import time
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
+from ._shm_layout import KeyOccupied
 from .base import OUTAGE_RETRY_WINDOW, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
-__all__ = ["DEFAULT_TTL", "RedisConnector", "RedisConnectorError", "RedisNotInstalled"]
+__all__ = [
+    "DEFAULT_TTL",
+    "HEADER_BYTES",
+    "MAGIC",
+    "KeyOccupied",
+    "RedisConnector",
+    "RedisConnectorError",
+    "RedisNotInstalled",
+]
 
 DEFAULT_TTL = 600.0  # seconds: far longer than any chunk waits, short enough to clean up
 MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
 # Error replies no retry can fix: a refused login, a missing ACL permission, a size limit.
 _PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
+# ... and a server certificate that the client does not trust (rediss://).
+_UNTRUSTED_TLS = "CERTIFICATE_VERIFY_FAILED"
 NOTIFY_THREAD = "chunk-adapter-redis-notify"
 _GLOB_SPECIAL = "*?[]\\"
+# Every stored value starts with MAGIC, the 16-byte id of the connector that put it
+# and its put number (u64): whose value a put found under its key (see module doc).
+MAGIC = b"\x00CAR"
+_PUT_NUMBER = struct.Struct("<Q")
+_WRITER_AT = len(MAGIC)
+WRITER_BYTES = 16
+HEADER_BYTES = len(MAGIC) + WRITER_BYTES + _PUT_NUMBER.size
+# Puts that raised after the server may have stored them, remembered (by key) so
+# that their retry reuses the header; the oldest are forgotten beyond this many.
+_UNSURE_MAX = 1024
 _log = logging.getLogger("chunk_adapter.redis")
 
 
@@ -172,11 +211,17 @@ class RedisConnector:
             self._owns_client = False
         self.client = client
         self._getdel = True  # cleared if the server predates GETDEL (Redis < 6.2)
-        # Guards _listeners and _closed; never held while talking to Redis
-        # except to stop listeners in close(). Nobody waits on it.
+        # This connector's id in the header of every value it puts (see module doc).
+        self.writer = uuid.uuid4().bytes
+        self._put_numbers = itertools.count(1)
+        # Guards _listeners, _closed, _unsure and _put_numbers; never held while talking
+        # to Redis except to stop listeners in close(). Nobody waits on it.
         self._lock = threading.Lock()
         self._listeners: list[_PutListener] = []
         self._closed = False
+        # Redis name -> header of a put that raised after the server may have stored
+        # it; the next put of that name reuses the header (oldest first out).
+        self._unsure: OrderedDict[bytes, bytes] = OrderedDict()
 
     def _name(self, key: str) -> bytes:
         return (self.prefix + key).encode("utf-8", "surrogatepass")
@@ -184,10 +229,20 @@ class RedisConnector:
     def _fail(self, op: str, key: str, exc: BaseException) -> RedisConnectorError:
         redis = _redis()
         text = str(exc)
-        permanent = isinstance(
-            exc, (redis.AuthenticationError, redis.exceptions.AuthorizationError)
-        ) or any(reply in text for reply in _PERMANENT_REPLIES)
-        fix = " Fix the password or ACL in the url=" if permanent else ""
+        refused = (
+            redis.AuthenticationError,
+            redis.exceptions.AuthorizationError,
+            redis.exceptions.NoPermissionError,  # NOPERM: redis-py drops the word
+        )
+        permanent = isinstance(exc, refused) or any(reply in text for reply in _PERMANENT_REPLIES)
+        if _UNTRUSTED_TLS in text:
+            permanent = True
+            fix = (
+                " Fix: name the CA that signed the server's certificate, e.g. "
+                "rediss://host:6379/0?ssl_ca_certs=/path/to/ca.pem"
+            )
+        else:
+            fix = " Fix the password or ACL in the url=" if permanent else ""
         return RedisConnectorError(
             f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {text}.{fix}",
             permanent=permanent,
@@ -195,27 +250,105 @@ class RedisConnector:
 
     # -------------------------------------------------------------- connector
     def put(self, key: str, value: dict[str, Any]) -> None:
-        """``SET prefix+key value PX ttl`` (and publish the key with ``notify``)."""
+        """``SET prefix+key header+value NX PX ttl`` (then publish the key with ``notify``).
+
+        Raises :class:`KeyOccupied` (nothing stored) when the key holds a value
+        nobody consumed yet: transient if this connector put it, permanent if
+        anyone else did (see module doc).
+        """
         check_key(key, "put")
         self._check_open("put")
         data = encode_value(self.serializer, key, value)
-        if len(data) > self.max_value_bytes:
+        if HEADER_BYTES + len(data) > self.max_value_bytes:
             raise ValueTooLarge(
-                f"put({key!r}): the value takes {len(data)} bytes, over max_value_bytes="
-                f"{self.max_value_bytes} (Redis refuses bigger strings); nothing was stored. "
-                "Fix: send smaller chunks"
+                f"put({key!r}): the value takes {HEADER_BYTES + len(data)} bytes with its "
+                f"{HEADER_BYTES}-byte header, over max_value_bytes={self.max_value_bytes} "
+                "(Redis refuses bigger strings); nothing was stored. Fix: send smaller chunks"
             )
         name = self._name(key)
+        with self._lock:
+            reused = self._unsure.pop(name, None)
+            header = reused or (MAGIC + self.writer + _PUT_NUMBER.pack(next(self._put_numbers)))
+        blob = header + data
         try:
-            if self.notify:
-                pipe = self.client.pipeline(transaction=True)
-                pipe.set(name, data, px=self.ttl_ms)
-                pipe.publish(self.channel, key.encode("utf-8", "surrogatepass"))
-                pipe.execute()
+            stored = self.client.set(name, blob, nx=True, px=self.ttl_ms)
+        except self._errors as exc:
+            self._remember_unsure(name, header)  # it may have been stored all the same
+            raise self._fail("put", key, exc) from exc
+        if not stored:
+            occupied = self._occupied(key, name, blob, whole=reused is not None)
+            if occupied is not None:
+                raise occupied
+            # An earlier try of this very put was stored after all: it succeeded.
+        if self.notify:
+            self._publish(key)
+
+    def _remember_unsure(self, name: bytes, header: bytes) -> None:
+        with self._lock:
+            self._unsure[name] = header
+            self._unsure.move_to_end(name)
+            while len(self._unsure) > _UNSURE_MAX:
+                self._unsure.popitem(last=False)
+
+    def _occupied(self, key: str, name: bytes, blob: bytes, *, whole: bool) -> KeyOccupied | None:
+        """Why a ``SET NX`` of *blob* found *name* taken; ``None`` if *blob* itself is there.
+
+        Reads the occupant's header (all of it when *whole*: the put retries an
+        unsure try, which may be the occupant) in one transaction with ``EXISTS``.
+        """
+        try:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.exists(name)
+            if whole:
+                pipe.get(name)
             else:
-                self.client.set(name, data, px=self.ttl_ms)
+                pipe.getrange(name, 0, HEADER_BYTES - 1)
+            exists, occupant = pipe.execute()
+        except _redis().ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise self._fail("put", key, exc) from exc
+            exists, occupant = 1, b""  # a list, hash, ... that someone else stored there
         except self._errors as exc:
             raise self._fail("put", key, exc) from exc
+        if not exists:
+            return KeyOccupied(
+                f"put({key!r}): the key held a value that was consumed or expired just now; "
+                "nothing was stored (the adapter retries)"
+            )
+        occupant = bytes(occupant or b"")
+        if whole and occupant == blob:
+            return None
+        if occupant[:_WRITER_AT] == MAGIC and occupant[_WRITER_AT:][:WRITER_BYTES] == self.writer:
+            return KeyOccupied(
+                f"put({key!r}): {self.prefix + key!r} still holds a value this connector put "
+                "and nobody consumed yet; nothing was stored (the adapter retries)"
+            )
+        who = (
+            "put by another connector (another process, or one that died)"
+            if occupant.startswith(MAGIC)
+            else "not put by a RedisConnector (no chunk-adapter header)"
+        )
+        return KeyOccupied(
+            f"put({key!r}): {self.prefix + key!r} holds a value {who}; nothing was stored and "
+            "retrying cannot help until it is consumed or expires. Fix: do not reuse a request "
+            "id while another sender's value is unread, give each pipeline its own prefix, "
+            f"or remove a dead sender's leftovers with RedisConnector(prefix={self.prefix!r})"
+            ".purge()",
+            permanent=True,
+        )
+
+    def _publish(self, key: str) -> None:
+        """Announce a stored value; a failure loses the notification, never the put."""
+        try:
+            self.client.publish(self.channel, key.encode("utf-8", "surrogatepass"))
+        except self._errors as exc:
+            _log.warning(
+                "put(%r) stored its value but could not notify %r (%r); receivers find it "
+                "when they re-poll",
+                key,
+                self.channel,
+                exc,
+            )
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The value under *key* (``GETDEL`` by default), or ``None``."""
@@ -228,7 +361,10 @@ class RedisConnector:
             raise self._fail("get", key, exc) from exc
         if raw is None:
             return None
-        return decode_value(self.serializer, key, bytes(raw))
+        raw = bytes(raw)
+        if raw.startswith(MAGIC) and len(raw) >= HEADER_BYTES:
+            raw = raw[HEADER_BYTES:]
+        return decode_value(self.serializer, key, raw)
 
     def contains(self, key: str) -> bool:
         """Whether a value sits under *key* now (nothing is consumed)."""

@@ -5,6 +5,12 @@ binds 127.0.0.1 only, keeps nothing on disk (no RDB, no AOF, a temporary
 working directory), and is stopped (then killed if it lingers) on exit. Start-up
 waits for the server's own "Ready to accept connections" line, bounded by
 ``start_timeout``, and retries on another port if the chosen one was taken.
+
+``password=`` makes the server require it (``url`` carries it). ``tls=True``
+makes it speak TLS only, with a certificate for 127.0.0.1 signed by a
+throwaway CA made with the ``openssl`` command in the working directory:
+``url`` is then ``rediss://...?ssl_ca_certs=<the CA file>``, so a client
+verifies the server as it would in production; ``ca_file`` names the CA.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from ..errors import ChunkAdapterError
 
 __all__ = [
     "INSTALL_HINT",
+    "OPENSSL_HINT",
     "RedisServer",
     "RedisServerError",
     "redis_server_path",
@@ -32,6 +39,7 @@ __all__ = [
 ]
 
 INSTALL_HINT = "redis-server is not installed: apt-get install redis-server"
+OPENSSL_HINT = "RedisServer(tls=True) needs the openssl command: apt-get install openssl"
 CLIENT_HINT = "redis-py is not installed: pip install 'chunk-adapter[redis]'"
 _READY = b"Ready to accept connections"
 
@@ -63,14 +71,57 @@ def _free_port() -> int:
         return port
 
 
+def _make_certificates(directory: str, host: str) -> str:
+    """A throwaway CA and a certificate for *host* signed by it, in *directory*
+    (``ca.crt``, ``server.crt``, ``server.key``); returns the CA file's path."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise RedisServerError(OPENSSL_HINT)
+
+    def path(name: str) -> str:
+        return os.path.join(directory, name)
+
+    with open(path("server.ext"), "w", encoding="ascii") as ext:
+        ext.write(
+            f"subjectAltName = IP:{host}\nbasicConstraints = CA:FALSE\n"
+            "keyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n"
+        )
+    steps = [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=chunk-adapter test CA", "-keyout", path("ca.key"), "-out", path("ca.crt")],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={host}",
+         "-keyout", path("server.key"), "-out", path("server.csr")],
+        ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"),
+         "-CAkey", path("ca.key"), "-CAcreateserial", "-days", "2",
+         "-extfile", path("server.ext"), "-out", path("server.crt")],
+    ]  # fmt: skip
+    for args in steps:
+        done = subprocess.run(
+            [openssl, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+        )
+        if done.returncode != 0:
+            raise RedisServerError(
+                f"openssl {args[0]} failed making the test certificates (exit "
+                f"{done.returncode}):\n{done.stdout.decode(errors='replace')}"
+            )
+    return path("ca.crt")
+
+
 class RedisServer:
     """One redis-server process; ``url``, ``host`` and ``port`` once started."""
 
     def __init__(
-        self, *, start_timeout: float = 10.0, attempts: int = 3, password: str | None = None
+        self,
+        *,
+        start_timeout: float = 10.0,
+        attempts: int = 3,
+        password: str | None = None,
+        tls: bool = False,
     ) -> None:
         self.start_timeout = start_timeout
         self.password = password
+        self.tls = bool(tls)
+        self.ca_file: str | None = None  # the CA that signed the server's certificate (tls)
         self.attempts = attempts
         self.host = "127.0.0.1"
         self.port = 0
@@ -80,15 +131,25 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        """``redis://[:password@]host:port/0`` (the password URL-quoted)."""
+        """``redis://[:password@]host:port/0`` (the password URL-quoted); with ``tls``,
+        ``rediss://[:password@]host:port/0?ssl_ca_certs=<ca_file>``."""
         auth = "" if self.password is None else f":{urllib.parse.quote(self.password, safe='')}@"
-        return f"redis://{auth}{self.host}:{self.port}/0"
+        if not self.tls:
+            return f"redis://{auth}{self.host}:{self.port}/0"
+        ca = urllib.parse.quote(self.ca_file or "", safe="/")
+        return f"rediss://{auth}{self.host}:{self.port}/0?ssl_ca_certs={ca}"
 
     def start(self) -> RedisServer:
         binary = redis_server_path()
         if binary is None:
             raise RedisServerError(INSTALL_HINT)
         self._dir = tempfile.TemporaryDirectory(prefix="chunk-adapter-redis-")
+        if self.tls:
+            try:
+                self.ca_file = _make_certificates(self._dir.name, self.host)
+            except RedisServerError:
+                self.stop()
+                raise
         for _ in range(self.attempts):
             self.port = _free_port()
             if self._launch(binary):
@@ -108,6 +169,15 @@ class RedisServer:
         ]  # fmt: skip
         if self.password is not None:
             cmd += ["--requirepass", self.password]
+        if self.tls:
+            d = self._dir.name
+            cmd[1:3] = ["--port", "0", "--tls-port", str(self.port)]  # TLS only
+            cmd += [
+                "--tls-cert-file", os.path.join(d, "server.crt"),
+                "--tls-key-file", os.path.join(d, "server.key"),
+                "--tls-ca-cert-file", os.path.join(d, "ca.crt"),
+                "--tls-auth-clients", "no",
+            ]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
         self._proc, self.log = proc, b""
