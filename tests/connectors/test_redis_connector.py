@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from chunk_adapter.connectors import redis as redis_module
+from chunk_adapter.connectors import _redis_parts as redis_parts
 from chunk_adapter.connectors.redis import (
     DEFAULT_TTL,
     HEADER_BYTES,
@@ -185,7 +185,7 @@ def test_missing_redis_py_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch
             raise ImportError("No module named 'redis'")
         return real(name, *args)
 
-    monkeypatch.setattr(redis_module.importlib, "import_module", no_redis)
+    monkeypatch.setattr(redis_parts.importlib, "import_module", no_redis)
     with pytest.raises(RedisNotInstalled, match=r"pip install 'chunk-adapter\[redis\]'"):
         RedisConnector()
 
@@ -229,7 +229,7 @@ def test_notify_offers_subscribe_and_calls_back_after_the_value_is_readable(
         unsubscribe()
         unsubscribe()  # idempotent
         threads = [t.name for t in threading.enumerate()]
-        assert redis_module.NOTIFY_THREAD not in threads, "unsubscribe stops the listener"
+        assert redis_parts.NOTIFY_THREAD not in threads, "unsubscribe stops the listener"
 
 
 def test_without_notify_there_is_no_subscribe(conn: RedisConnector) -> None:
@@ -297,7 +297,7 @@ def test_a_server_without_getdel_is_read_with_get_and_del_in_one_transaction(
 
     def old_server(name: bytes) -> Any:
         calls.append(name)
-        raise redis_module._redis().ResponseError("unknown command 'GETDEL'")
+        raise redis_parts.import_redis().ResponseError("unknown command 'GETDEL'")
 
     monkeypatch.setattr(conn.client, "getdel", old_server)
     for i in range(2):

@@ -22,6 +22,7 @@ import pytest
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import KeyOccupied, RedisConnector, is_permanent
+from chunk_adapter.connectors import _redis_parts as redis_parts
 from chunk_adapter.connectors import redis as redis_module
 from chunk_adapter.connectors.redis_server import RedisServer
 from chunk_adapter.connectors.serialization import PICKLE
@@ -224,7 +225,7 @@ def test_a_retry_of_a_put_that_timed_out_after_storing_succeeds(
         result = real_set(*args, **kwargs)
         if not lost_reply.is_set():
             lost_reply.set()
-            raise redis_module._redis().TimeoutError("Timeout reading from socket")
+            raise redis_parts.import_redis().TimeoutError("Timeout reading from socket")
         return result
 
     monkeypatch.setattr(conn.client, "set", set_then_time_out)
@@ -263,7 +264,7 @@ def test_a_failed_put_publishes_nothing_and_a_lost_publish_keeps_the_put(
             assert arrived.wait(BOUND) and keys == ["a_0_0", "b_0_0"], keys
 
             def refuse(*args: Any) -> Any:
-                raise redis_module._redis().ConnectionError("connection reset")
+                raise redis_parts.import_redis().ConnectionError("connection reset")
 
             monkeypatch.setattr(conn.client, "publish", refuse)
             with caplog.at_level(logging.WARNING, logger="chunk_adapter.redis"):

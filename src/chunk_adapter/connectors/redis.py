@@ -50,13 +50,10 @@ says ``pip install 'chunk-adapter[redis]'``.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
-import math
 import struct
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
@@ -64,6 +61,14 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
+from ._redis_parts import (
+    PutListener,
+    RedisConnectorError,
+    RedisNotInstalled,
+    check_prefix,
+    import_redis,
+    ttl_ms,
+)
 from ._shm_layout import KeyOccupied
 from .base import OUTAGE_RETRY_WINDOW, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
@@ -84,7 +89,6 @@ MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
 _PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
 # ... and a server certificate that the client does not trust (rediss://).
 _UNTRUSTED_TLS = "CERTIFICATE_VERIFY_FAILED"
-NOTIFY_THREAD = "chunk-adapter-redis-notify"
 _GLOB_SPECIAL = "*?[]\\"
 # Every stored value starts with MAGIC, the 16-byte id of the connector that put it
 # and its put number (u64): whose value a put found under its key (see module doc).
@@ -97,60 +101,6 @@ HEADER_BYTES = len(MAGIC) + WRITER_BYTES + _PUT_NUMBER.size
 # that their retry reuses the header; the oldest are forgotten beyond this many.
 _UNSURE_MAX = 1024
 _log = logging.getLogger("chunk_adapter.redis")
-
-
-class RedisNotInstalled(ConnectorError, ImportError):
-    """redis-py is missing."""
-
-
-class RedisConnectorError(ConnectorError):
-    """A Redis command failed (connection refused, timeout, server error).
-
-    ``permanent`` is ``True`` for failures no retry can fix (R25): a refused
-    login, a missing permission, a value over the server's size limit.
-    """
-
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
-        super().__init__(message)
-        self.permanent = permanent
-
-
-def check_prefix(prefix: object) -> str:
-    """``name:`` from ``name`` or ``name:``; a name with ``:`` in it could be the
-    start of another prefix's keys, so it is refused."""
-    if not isinstance(prefix, str) or not prefix:
-        raise InvalidValue(
-            f"prefix namespaces the keys and must be a non-empty str, got {prefix!r}"
-        )
-    name = prefix[:-1] if prefix.endswith(":") else prefix
-    if not name or ":" in name:
-        raise InvalidValue(
-            f"prefix must be a name with no ':' inside (one ':' is added at the end), got "
-            f"{prefix!r}: a ':' inside lets one prefix read another's keys ('a:' + 'b:x' is "
-            f"'a:b:' + 'x'). Use e.g. {name.replace(':', '-') or 'chunk-adapter'!r}"
-        )
-    return name + ":"
-
-
-def _redis() -> Any:
-    try:
-        return importlib.import_module("redis")
-    except ImportError as exc:
-        raise RedisNotInstalled(
-            "RedisConnector needs redis-py, which is not installed: "
-            "pip install 'chunk-adapter[redis]'"
-        ) from exc
-
-
-def _ttl_ms(ttl: object) -> int | None:
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0:
-        raise InvalidValue(
-            f"ttl is the lifetime of a stored value in seconds, a number > 0 (or None for no "
-            f"expiry), got ttl={ttl!r}"
-        )
-    return max(1, math.ceil(ttl * 1000))
 
 
 class RedisConnector:
@@ -182,7 +132,7 @@ class RedisConnector:
         socket_timeout: float = 5.0,
         max_value_bytes: int = MAX_VALUE_BYTES,
     ) -> None:
-        redis = _redis()
+        redis = import_redis()
         prefix = check_prefix(prefix)
         if client is not None and url is not None:
             raise InvalidValue("pass client= or url=, not both")
@@ -192,7 +142,7 @@ class RedisConnector:
             raise InvalidValue(f"max_value_bytes must be >= 1, got {max_value_bytes!r}")
         self.max_value_bytes = max_value_bytes
         self.prefix = prefix
-        self.ttl_ms = _ttl_ms(ttl)
+        self.ttl_ms = ttl_ms(ttl)
         self.consume_on_get = bool(consume_on_get)
         self.serializer = as_serializer(serializer)
         self.notify = bool(notify)
@@ -217,7 +167,7 @@ class RedisConnector:
         # Guards _listeners, _closed, _unsure and _put_numbers; never held while talking
         # to Redis except to stop listeners in close(). Nobody waits on it.
         self._lock = threading.Lock()
-        self._listeners: list[_PutListener] = []
+        self._listeners: list[PutListener] = []
         self._closed = False
         # Redis name -> header of a put that raised after the server may have stored
         # it; the next put of that name reuses the header (oldest first out).
@@ -227,7 +177,7 @@ class RedisConnector:
         return (self.prefix + key).encode("utf-8", "surrogatepass")
 
     def _fail(self, op: str, key: str, exc: BaseException) -> RedisConnectorError:
-        redis = _redis()
+        redis = import_redis()
         text = str(exc)
         refused = (
             redis.AuthenticationError,
@@ -304,7 +254,7 @@ class RedisConnector:
             else:
                 pipe.getrange(name, 0, HEADER_BYTES - 1)
             exists, occupant = pipe.execute()
-        except _redis().ResponseError as exc:
+        except import_redis().ResponseError as exc:
             if "WRONGTYPE" not in str(exc):
                 raise self._fail("put", key, exc) from exc
             exists, occupant = 1, b""  # a list, hash, ... that someone else stored there
@@ -380,7 +330,7 @@ class RedisConnector:
         if self._getdel:
             try:
                 return self.client.getdel(name)
-            except _redis().ResponseError as exc:
+            except import_redis().ResponseError as exc:
                 if "unknown command" not in str(exc).lower():
                     raise
                 self._getdel = False
@@ -399,7 +349,7 @@ class RedisConnector:
 
     def _subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         self._check_open("subscribe")
-        listener = _PutListener(self.client, self.channel, callback)
+        listener = PutListener(self.client, self.channel, callback)
         with self._lock:
             self._listeners.append(listener)
 
@@ -461,57 +411,3 @@ class RedisConnector:
             f"RedisConnector(prefix={self.prefix!r}, ttl={ttl}, "
             f"consume_on_get={self.consume_on_get}, notify={self.notify})"
         )
-
-
-class _PutListener:
-    """One subscription: a pub/sub connection and the thread that calls back."""
-
-    def __init__(
-        self, client: Any, channel: str, callback: Callable[[str], None], timeout: float = 5.0
-    ) -> None:
-        self.callback = callback
-        self.channel = channel
-        self._pubsub = client.pubsub()
-        self._pubsub.subscribe(channel)
-        # Confirmed before returning: a put after subscribe() returns is seen.
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                self._pubsub.close()
-                raise RedisConnectorError(
-                    f"subscribing to {channel!r} got no confirmation within {timeout} s"
-                )
-            message = self._pubsub.get_message(timeout=remaining)
-            if message is not None and message["type"] == "subscribe":
-                break
-        # Set by close(); the thread checks it between 0.1 s reads.
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=NOTIFY_THREAD, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        errors = _redis().RedisError
-        while not self._stop.is_set():
-            try:
-                message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
-            except (errors, OSError, ValueError) as exc:
-                if self._stop.is_set():
-                    return
-                _log.warning("notification listener on %r: %r; reconnecting", self.channel, exc)
-                self._stop.wait(0.1)  # redis-py resubscribes on the next read
-                continue
-            if message is None or message.get("type") != "message":
-                continue
-            key = bytes(message["data"]).decode("utf-8", "surrogatepass")
-            try:
-                self.callback(key)
-            except Exception:
-                _log.exception("put notification callback failed for key %r", key)
-
-    def close(self, timeout: float = 1.0) -> None:
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._pubsub.close()
