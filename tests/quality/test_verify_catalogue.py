@@ -79,6 +79,7 @@ RULE_FIRST = {name for name in CATALOGUE if name.startswith(("broken_deep:", "br
 """Adapters whose own rule must be the first rule of the first failing check."""
 
 
+@pytest.mark.timeout(BUDGET + 120)  # one whole ci verify, then the subprocess timeout
 @pytest.mark.parametrize(
     "name",
     [

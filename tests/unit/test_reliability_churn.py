@@ -29,6 +29,7 @@ def test_a_short_churn_on_memory_stays_flat() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300 + 180)  # five minutes of churn, then the report
 @pytest.mark.parametrize("connector", ["memory", "shm", "redis"])
 def test_five_minutes_of_churn_stay_flat(connector: str) -> None:
     if connector == "redis":
