@@ -1,9 +1,9 @@
-"""The plain-threading base of the test adapters, with no threading or time calls of its own.
+"""The plain-threading base of the test adapters; it imports no threading or time itself.
 
-An adapter built on it creates its primitives and threads itself (in its own
-module, its own way: that is what makes the explorer's shapes different
-shapes), passes its own clock to :meth:`Options.join_all`, and sets the
-attributes these parts use: ``_stop`` (an Event),
+An adapter built on it creates its primitives and threads itself, in
+:meth:`Options.make_threads` (in its own module, its own way: that is what
+makes the explorer's shapes different shapes), passes its own clock to
+:meth:`Options.join_all`, and sets the attributes these parts use: ``_stop`` (an Event),
 ``_send_lock`` / ``_send_cond`` and ``_recv_lock`` / ``_recv_cond`` (locks and
 conditions over them). The SAVE and RECV loops here only call methods on those
 objects, and on the hooks an adapter may override:
@@ -40,6 +40,8 @@ class Options:
 
     Building one: :meth:`set_options`, then each part's bookkeeping
     (:meth:`init_parts`), then :meth:`make_threads`, the adapter's own."""
+
+    _stop: Any  # made by make_threads
 
     def __init__(
         self,
@@ -84,9 +86,9 @@ class Options:
 
     def wait_for_work(self, condition: Any, work: Any) -> bool:
         """With *condition* held: wait until *work* is not empty, or stop; True if stopped."""
-        while not work and not self._stop.is_set():  # type: ignore[attr-defined]
+        while not work and not self._stop.is_set():
             condition.wait(self.wait_timeout)
-        return bool(self._stop.is_set())  # type: ignore[attr-defined]
+        return bool(self._stop.is_set())
 
     def wake(self, *conditions: Any) -> None:
         """Notify every waiter of each condition (after ``_stop`` was set)."""
