@@ -23,36 +23,13 @@ import pytest
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, RedisConnector, SharedMemoryConnector
-from chunk_adapter.connectors.base import OUTAGE_RETRY_WINDOW, ConnectorWrapper
+from chunk_adapter.connectors.base import OUTAGE_RETRY_WINDOW
 from chunk_adapter.connectors.redis_server import RedisServer, redis_server_path
-from chunk_adapter.errors import ConnectorError
+from tests.connectors._outage import Outage
 
 CHUNKS = 100
 OUTAGE = 0.5  # seconds the store is down: the scenario, not a synchronisation
 ARRIVAL = 60.0  # generous bound for the whole stream to arrive once the store is back
-
-
-class Outage(ConnectorWrapper):
-    """Puts raise a transient error while ``down`` is set; the first failure sets ``hit``."""
-
-    def __init__(self, inner: Any) -> None:
-        super().__init__(inner)
-        self.down = threading.Event()  # set by the test: the store is unreachable
-        self.hit = threading.Event()  # set by the first put refused during the outage
-        # Guards failures; taken by every refused put. Nobody waits on it.
-        self._lock = threading.Lock()
-        self.failures = 0
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        if self.down.is_set():
-            with self._lock:
-                self.failures += 1
-            self.hit.set()
-            raise ConnectorError(f"put({key!r}): the store is down (an outage)")
-        self.inner.put(key, value)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self.inner.get(key)
 
 
 def _until(predicate: Callable[[], bool], timeout: float, what: str) -> None:

@@ -140,17 +140,9 @@ def _puts_ok_at_least(rec: RecordingConnector, count: int) -> bool:
     return sum(1 for op in rec.ops() if op.op == "put" and op.outcome == "ok") >= count
 
 
-def sender_main(
-    spec: tuple[Any, ...],
-    adapter_spec: str,
-    seed: int,
-    plan: list[Stream],
-    inc: int,
-    sizes: tuple[int, ...],
-    pause_after: int | None,
-    pipe: Connection,
-) -> None:
-    _guard(pipe, lambda: _sender(spec, adapter_spec, seed, plan, inc, sizes, pause_after, pipe))
+def sender_main(*args: Any) -> None:
+    """:func:`_sender` in the child: its arguments (the pipe last); errors go to the parent."""
+    _guard(args[-1], lambda: _sender(*args))
 
 
 def _sender(

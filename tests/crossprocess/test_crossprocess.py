@@ -217,27 +217,24 @@ def stream_across(
 
 
 @pytest.mark.rule("R2", "R6", "R9", "R11", "R12", "R14", "R23")
-def test_many_streams_with_cancels_cross_processes_intact(
+@pytest.mark.parametrize(
+    "shape",
+    [
+        pytest.param(Shape(streams=30, max_len=12), id="many-streams"),
+        pytest.param(
+            Shape(150, 40, HUGE, 0.2), id="long-streams-large-payloads", marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_streams_with_cancels_cross_processes_intact(
     transport: tuple[Any, ...],
     adapter_spec: str,
     children: list[Child],
     capfd: pytest.CaptureFixture[str],
     seed: int,
+    shape: Shape,
 ) -> None:
-    stream_across(transport, adapter_spec, children, Shape(streams=30, max_len=12), seed)
-    quiet(capfd.readouterr().err)
-
-
-@pytest.mark.slow
-@pytest.mark.rule("R2", "R6", "R9", "R11", "R12", "R14", "R23")
-def test_many_long_streams_with_large_payloads_cross_processes_intact(
-    transport: tuple[Any, ...],
-    adapter_spec: str,
-    children: list[Child],
-    capfd: pytest.CaptureFixture[str],
-    seed: int,
-) -> None:
-    stream_across(transport, adapter_spec, children, Shape(150, 40, HUGE, 0.2), seed)
+    stream_across(transport, adapter_spec, children, shape, seed)
     quiet(capfd.readouterr().err)
 
 

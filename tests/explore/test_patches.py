@@ -21,18 +21,22 @@ from chunk_adapter.explore.patches import ACTIVE, forget_executor_threads, insta
 from chunk_adapter.explore.primitives import ControlledRuntime
 
 
-def run_patched(fn: Callable[[], None], strategy: Strategy | None = None) -> Controller:
-    strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
-    assert strategy.start_execution()
-    ctl = Controller(strategy, wall_timeout=10.0)
+def _run(ctl: Controller, fn: Callable[[], None]) -> Controller:
+    """One execution of *fn* under the patches, as ``run_once`` does it."""
     with installed():
         ACTIVE.runtime = ControlledRuntime(ctl)
         try:
             ctl.run(fn)
         finally:
             ACTIVE.runtime = None
-            forget_executor_threads(ctl)  # as run_once does
+            forget_executor_threads(ctl)  # a no-op unless fn used an executor
     return ctl
+
+
+def run_patched(fn: Callable[[], None], strategy: Strategy | None = None) -> Controller:
+    strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
+    assert strategy.start_execution()
+    return _run(Controller(strategy, wall_timeout=10.0), fn)
 
 
 def every_patched(fn: Callable[[], None], strategy: Strategy) -> list[Controller]:
@@ -41,13 +45,7 @@ def every_patched(fn: Callable[[], None], strategy: Strategy) -> list[Controller
         ctl = Controller(strategy, wall_timeout=10.0)
         if not strategy.start_execution():
             return out
-        with installed():
-            ACTIVE.runtime = ControlledRuntime(ctl)
-            try:
-                ctl.run(fn)
-            finally:
-                ACTIVE.runtime = None
-        out.append(ctl)
+        out.append(_run(ctl, fn))
 
 
 def test_clocks_and_sleep_are_virtual_on_tasks_only() -> None:

@@ -19,23 +19,29 @@ Factories (``tests.stateful.pipeline_adapters:<name>``):
     the adapter as it is;
 ``slow_gets``
     the same over a connector whose every ``get`` takes 2 ms (a remote
-    store): a slow RECV loop, still within the contract.
+    store): a slow RECV loop, still within the contract;
+``odd_wire``
+    broken on purpose, for the stages' own tests: every put carries an extra
+    field, so it is not the wire value (R2).
+
+Its options, sender loop and put retries are the shared plain-threading base's
+(:mod:`tests._adapters.plain`); what is its own is the per-request record:
+where the send and receive bookkeeping live, and its terminal cleanup.
 """
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from chunk_adapter.connectors.base import Connector, ConnectorWrapper
+from tests._adapters.plain import SendPart, check_id
 
-__all__ = ["SharedStateAdapter", "SlowGets", "shared_state", "slow_gets"]
+__all__ = ["OddWire", "SharedStateAdapter", "SlowGets", "odd_wire", "shared_state", "slow_gets"]
 
 log = logging.getLogger("shared_state_adapter")
 
@@ -52,121 +58,68 @@ class _Request:
     ready: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _check_id(request_id: object, call: str) -> None:
-    if not isinstance(request_id, str):
-        raise TypeError(f"{call}({request_id!r}): the request id must be a str")
-
-
-class SharedStateAdapter:
+class SharedStateAdapter(SendPart):
     """A correct adapter whose two sides share per-request records (module doc)."""
 
     def __init__(
-        self,
-        connector: Any,
-        *,
-        stage_id: int,
-        src_stage_id: int | None = None,
-        build_payload: Callable[[str, Any, bool], Any] | None = None,
-        wait_timeout: float = 0.1,
-        idle_backoff: float = 0.001,
-        join_timeout: float = 1.0,
-        put_tries: int = 3,
-        put_backoff: float = 0.005,
+        self, connector: Any, *, stage_id: int, put_backoff: float = 0.005, **options: Any
     ) -> None:
-        self.connector = connector
-        self.stage_id = stage_id
-        self.src_stage_id = stage_id - 1 if src_stage_id is None else src_stage_id
-        self.build_payload = build_payload or (lambda rid, snap, final: snap)
-        self.wait_timeout = wait_timeout
-        self.idle_backoff = idle_backoff
-        self.join_timeout = join_timeout
-        self.put_tries = put_tries
+        """*options*: ``src_stage_id``, ``build_payload`` and the base's timeouts."""
         self.put_backoff = put_backoff
-        # Set once by stop(); every loop checks it; its wait() is the interruptible sleep.
-        self._stop = threading.Event()
-        # Guards _fifo, _requests and _polling. The SAVE thread waits on _save_cond
-        # (save_async notifies), the RECV thread on _recv_cond (load_async notifies);
-        # stop() notifies both. Never held across a put, a get or a build.
-        self._lock = threading.Lock()
-        self._save_cond = threading.Condition(self._lock)
-        self._recv_cond = threading.Condition(self._lock)
+        super().__init__(connector, stage_id, **options)
+
+    def init_parts(self) -> None:  # the records instead of the base's per-side tables
         self._fifo: deque[tuple[str, Any, bool]] = deque()
         self._requests: dict[str, _Request] = {}
         self._polling: deque[tuple[str, object]] = deque()
+
+    def make_threads(self) -> None:
+        # Set once by stop(); every loop checks it; its wait() is the interruptible sleep.
+        self._stop = threading.Event()
+        # Guards _fifo, _requests and _polling. The SAVE thread waits on _send_cond
+        # (save_async notifies), the RECV thread on _recv_cond (load_async notifies);
+        # stop() notifies both. Never held across a put, a get or a build.
+        self._lock = threading.Lock()
+        self._send_cond = threading.Condition(self._lock)
+        self._recv_cond = threading.Condition(self._lock)
         self._threads = [
-            threading.Thread(target=self._save_loop, name="shared-save", daemon=True),
+            threading.Thread(target=self.save_loop, name="shared-save", daemon=True),
             threading.Thread(target=self._recv_loop, name="shared-recv", daemon=True),
         ]
         for thread in self._threads:
             thread.start()
 
     # ------------------------------------------------------------------ sender
-    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        _check_id(request_id, "save_async")
-        if not isinstance(is_final, bool):
-            raise TypeError(f"save_async: is_final must be a bool, got {is_final!r}")
-        self._running("save_async")
-        snapshot = copy.deepcopy(obj)
-        with self._lock:
-            self._fifo.append((request_id, snapshot, is_final))
-            self._save_cond.notify()
-
+    # save_async, the SAVE loop and the put retries are the base's; the record is ours.
     def cancel_sender(self, request_id: str) -> None:
-        _check_id(request_id, "cancel_sender")
+        check_id(request_id, "cancel_sender")
         self._running("cancel_sender")
         with self._lock:
             self._requests.setdefault(request_id, _Request()).cancelled = True
 
-    def _save_loop(self) -> None:
-        while True:
-            with self._lock:
-                while not self._fifo and not self._stop.is_set():
-                    self._save_cond.wait(self.wait_timeout)
-                if self._stop.is_set():
-                    return
-                request_id, snapshot, is_final = self._fifo.popleft()
-                record = self._requests.get(request_id)
-                cancelled = record is not None and record.cancelled
-            if cancelled and not is_final:
-                continue
-            payload = None
-            if not cancelled:
-                try:
-                    payload = self.build_payload(request_id, snapshot, is_final)
-                except Exception:
-                    log.debug("build failed for %r", request_id, exc_info=True)
-                    if not is_final:
-                        continue
-                if payload is None and not is_final:
-                    continue
-            self._put(request_id, {"data": payload, "finished": is_final}, is_final)
+    def is_cancelled(self, request_id: str) -> bool:
+        record = self._requests.get(request_id)
+        return record is not None and record.cancelled
 
-    def _put(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        tries = 0
-        while not self._stop.is_set():
-            with self._lock:
-                record = self._requests.get(request_id)
-                chunk_id = record.next_send if record is not None else 0
-            try:
-                self.connector.put(f"{request_id}_{self.stage_id}_{chunk_id}", value)
-            except Exception:
-                tries += 1
-                if not is_final and tries >= self.put_tries:
-                    return
-                if self._stop.wait(min(self.put_backoff * 2 ** (tries - 1), 0.1)):
-                    return
-                continue
-            with self._lock:
-                if is_final:
-                    # Terminal cleanup: the request is over here; forget all of it.
-                    self._requests.pop(request_id, None)
-                else:
-                    self._requests.setdefault(request_id, _Request()).next_send = chunk_id + 1
-            return
+    def build_failed(self, request_id: str) -> None:
+        log.debug("build failed for %r", request_id, exc_info=True)
+
+    def next_send_id(self, request_id: str) -> int:
+        with self._lock:
+            record = self._requests.get(request_id)
+            return record.next_send if record is not None else 0
+
+    def sent(self, request_id: str, chunk_id: int, is_final: bool) -> None:
+        with self._lock:
+            if is_final:
+                # Terminal cleanup: the request is over here; forget all of it.
+                self._requests.pop(request_id, None)
+            else:
+                self._requests.setdefault(request_id, _Request()).next_send = chunk_id + 1
 
     # ---------------------------------------------------------------- receiver
     def load_async(self, request_id: str) -> None:
-        _check_id(request_id, "load_async")
+        check_id(request_id, "load_async")
         self._running("load_async")
         with self._lock:
             record = self._requests.setdefault(request_id, _Request())
@@ -186,7 +139,7 @@ class SharedStateAdapter:
             return out
 
     def cleanup_receiver(self, request_id: str) -> None:
-        _check_id(request_id, "cleanup_receiver")
+        check_id(request_id, "cleanup_receiver")
         with self._lock:
             # Terminal cleanup: the request is over here; forget all of it.
             self._requests.pop(request_id, None)
@@ -194,9 +147,7 @@ class SharedStateAdapter:
     def _recv_loop(self) -> None:
         while True:
             with self._lock:
-                while not self._polling and not self._stop.is_set():
-                    self._recv_cond.wait(self.wait_timeout)
-                if self._stop.is_set():
+                if self.wait_for_work(self._recv_cond, self._polling):
                     return
                 entries = len(self._polling)
             progress = False
@@ -243,18 +194,12 @@ class SharedStateAdapter:
     def stop(self) -> None:
         self._stop.set()
         with self._lock:
-            self._save_cond.notify_all()
+            self._send_cond.notify_all()
             self._recv_cond.notify_all()
         deadline = time.monotonic() + self.join_timeout
         for thread in self._threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))
-
-    def __enter__(self) -> SharedStateAdapter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 class SlowGets(ConnectorWrapper):
@@ -272,14 +217,21 @@ class SlowGets(ConnectorWrapper):
         return self.inner.get(key)
 
 
-_OPTIONS = ("wait_timeout", "idle_backoff", "join_timeout", "put_tries", "put_backoff")
+class OddWire(SharedStateAdapter):
+    """Puts ``{"data", "finished", "extra"}``: not the wire value (R2). Broken on purpose."""
+
+    def put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
+        super().put_with_retries(request_id, {**value, "extra": 0}, is_final)
 
 
 def shared_state(connector: Any, **kwargs: Any) -> SharedStateAdapter:
     """The adapter; options it does not have (the suite offers several) are ignored."""
-    known = {k: v for k, v in kwargs.items() if k in _OPTIONS}
-    ids = {k: v for k, v in kwargs.items() if k in ("stage_id", "src_stage_id", "build_payload")}
-    return SharedStateAdapter(connector, **ids, **known)
+    return SharedStateAdapter(connector, **kwargs)
+
+
+def odd_wire(connector: Any, **kwargs: Any) -> OddWire:
+    """The broken variant (:class:`OddWire`), options as :func:`shared_state`."""
+    return OddWire(connector, **kwargs)
 
 
 def slow_gets(connector: Any, **kwargs: Any) -> SharedStateAdapter:

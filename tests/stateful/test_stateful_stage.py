@@ -43,13 +43,6 @@ def _run(
     return results, time.monotonic() - start
 
 
-class _OddWire(pa.SharedStateAdapter):
-    """Puts ``{"data", "finished", "extra"}``: not the wire value (R2)."""
-
-    def _put(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        super()._put(request_id, {**value, "extra": 0}, is_final)
-
-
 class _BrokenAtFirst:
     """A factory whose first *broken* adapters put a malformed wire value, the rest are
     correct: its finding does not reproduce."""
@@ -61,7 +54,7 @@ class _BrokenAtFirst:
     def __call__(self, connector: Any, **kwargs: Any) -> pa.SharedStateAdapter:
         with self._lock:
             bad, self.left = self.left > 0, self.left - 1
-        cls = _OddWire if bad else pa.SharedStateAdapter
+        cls = pa.OddWire if bad else pa.SharedStateAdapter
         return cls(connector, **kwargs)
 
 

@@ -38,19 +38,6 @@ def _run(factory: Any, seconds: float) -> tuple[list[CheckResult], float]:
     return results, time.monotonic() - start
 
 
-class _OddWire(pa.SharedStateAdapter):
-    """Puts ``{"data", "finished", "extra"}``: not the wire value (R2)."""
-
-    def _put(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        super()._put(request_id, {**value, "extra": 0}, is_final)
-
-
-def odd_wire(connector: Any, **kwargs: Any) -> pa.SharedStateAdapter:
-    adapter = pa.shared_state(connector, **kwargs)
-    adapter.__class__ = _OddWire
-    return adapter
-
-
 class _OddAtFirst:
     """The first sender it builds puts malformed values; every later adapter is correct."""
 
@@ -61,7 +48,7 @@ class _OddAtFirst:
     def __call__(self, connector: Any, **kwargs: Any) -> pa.SharedStateAdapter:
         with self._lock:
             bad, self.first = self.first, False
-        return odd_wire(connector, **kwargs) if bad else pa.shared_state(connector, **kwargs)
+        return pa.odd_wire(connector, **kwargs) if bad else pa.shared_state(connector, **kwargs)
 
 
 @pytest.mark.rule("R23")
@@ -91,7 +78,7 @@ def test_a_pipeline_adapter_sharing_state_between_its_sides_passes() -> None:
 
 @pytest.mark.rule("R2")
 def test_a_finding_is_re_run_with_its_seed_and_confirmed() -> None:
-    results, _ = _run(odd_wire, 60.0)
+    results, _ = _run(pa.odd_wire, 60.0)
     failed = [r for r in results if r.verdict == "fail"]
     assert len(failed) == 1 and failed[0] is results[-1], results  # the stage ends there
     (result,) = failed

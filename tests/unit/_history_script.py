@@ -2,17 +2,27 @@
 
 Histories are scripted record by record with :class:`Script`; every record
 takes fresh sequence numbers, so records are strictly ordered unless a test
-opens an operation early (``begin=``) to make it overlap others.
+opens an operation early (``start(name)``, then ``get(..., begin=name)``) to
+make it overlap others.
+
+The rule tests are tables: a :func:`case` is a list of steps (``do.save("r",
+"a")`` stands for ``script.save("r", "a")``) followed by what the oracles must
+say of the history so far (:func:`quiet`, :func:`fires`, :func:`only`), possibly
+several times over one growing history; :func:`play` runs one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 from chunk_adapter.history import BuildCall, ConnectorOp, History
 from chunk_adapter.oracles import CallRecord, check
 
-__all__ = ["Script", "c", "received", "sent"]
+__all__ = ["Expect", "Script", "c", "case", "do", "fires", "only", "play", "quiet"]
 
 
 class Script:
@@ -20,9 +30,11 @@ class Script:
 
     def __init__(self) -> None:
         self.h = History()
+        self.begun: dict[str, int] = {}  # start(name): operations opened early, by name
 
-    def start(self) -> int:
-        return self.h.tick()
+    def start(self, name: str = "") -> int:
+        self.begun[name] = self.h.tick()
+        return self.begun[name]
 
     def call(
         self,
@@ -88,10 +100,25 @@ class Script:
             )
         )
 
-    def get(self, key: str, value: Any = None, *, begin: int | None = None) -> None:
-        b = begin if begin is not None else self.h.tick()
+    def get(self, key: str, value: Any = None, *, begin: int | str | None = None) -> None:
+        b = self.begun[begin] if isinstance(begin, str) else begin
+        b = b if b is not None else self.h.tick()
         outcome = "none" if value is None else "ok"
         self.h.append(ConnectorOp("get", key, value, outcome, None, b, self.h.tick(), "recv"))
+
+    def sent(self, rid: str, items: list[tuple[Any, bool]]) -> None:
+        """Save, build and put *items* of one request correctly, in order."""
+        for snap, final in items:
+            self.save(rid, snap, final)
+        for i, (snap, final) in enumerate(items):
+            self.build(rid, snap, final)
+            self.put(f"{rid}_1_{i}", snap, final)
+
+    def received(self, rid: str, values: list[dict[str, Any]]) -> None:
+        """Put *values* of one request and get each back, in order."""
+        for i, v in enumerate(values):
+            self.put(f"{rid}_1_{i}", v["data"], v["finished"])
+            self.get(f"{rid}_1_{i}", v)
 
     def rules(self, *, quiescent: bool = False, put_tries: int | None = 3) -> list[str]:
         return [v.rule for v in check(self.h, quiescent=quiescent, put_tries=put_tries)]
@@ -101,16 +128,74 @@ def c(data: Any, finished: bool = False) -> dict[str, Any]:
     return {"data": data, "finished": finished}
 
 
-def sent(s: Script, rid: str, items: list[tuple[Any, bool]]) -> None:
-    """Save, build and put *items* of one request correctly, in order."""
-    for snap, final in items:
-        s.save(rid, snap, final)
-    for i, (snap, final) in enumerate(items):
-        s.build(rid, snap, final)
-        s.put(f"{rid}_1_{i}", snap, final)
+Step = Callable[[Script], object]
 
 
-def received(s: Script, rid: str, values: list[dict[str, Any]]) -> None:
-    for i, v in enumerate(values):
-        s.put(f"{rid}_1_{i}", v["data"], v["finished"])
-        s.get(f"{rid}_1_{i}", v)
+class _Steps:
+    """``do.save("r", "a")`` is the step that calls ``script.save("r", "a")``."""
+
+    def __getattr__(self, name: str) -> Callable[..., Step]:
+        if name.startswith("_") or not callable(getattr(Script, name, None)):
+            raise AttributeError(f"do.{name}: Script has no method {name!r}; see Script")
+
+        def step(*args: Any, **kwargs: Any) -> Step:
+            return lambda script: getattr(script, name)(*args, **kwargs)
+
+        return step
+
+
+do = _Steps()
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the oracles must say of the history so far: nothing (``rule`` None), *rule*
+    among what they say, or (``alone``) *rule* and nothing else."""
+
+    rule: str | None
+    alone: bool = False
+    options: dict[str, Any] = field(default_factory=dict)  # quiescent=, put_tries=
+
+    def check(self, script: Script) -> None:
+        said = script.rules(**self.options)
+        if self.rule is None:
+            assert said == [], f"expected no finding ({self.options}), got {said}"
+        elif self.alone:
+            assert said == [self.rule], f"expected just {self.rule} ({self.options}), got {said}"
+        else:
+            assert self.rule in said, f"expected {self.rule} ({self.options}), got {said}"
+
+
+def quiet(**options: Any) -> Expect:
+    return Expect(None, options=options)
+
+
+def fires(rule: str, **options: Any) -> Expect:
+    return Expect(rule, options=options)
+
+
+def only(rule: str, **options: Any) -> Expect:
+    return Expect(rule, alone=True, options=options)
+
+
+Phase = tuple[Sequence[Step], Expect]
+
+
+def case(rules: str | tuple[str, ...], name: str, *parts: Sequence[Step] | Expect) -> Any:
+    """One table row: ``steps, expect[, steps, expect ...]``, marked with *rules* and with
+    the id ``"<first rule>-<name>"``."""
+    rules = (rules,) if isinstance(rules, str) else rules
+    steps, expects = parts[0::2], parts[1::2]
+    if len(steps) != len(expects) or not all(isinstance(e, Expect) for e in expects):
+        raise TypeError(f"case {name!r}: give steps, expect pairs, got {parts!r}")
+    phases = list(zip(steps, expects, strict=True))
+    return pytest.param(phases, marks=pytest.mark.rule(*rules), id=f"{rules[0]}-{name}")
+
+
+def play(phases: Sequence[Phase]) -> None:
+    """Run one case's phases on one fresh Script, checking after each."""
+    script = Script()
+    for steps, expect in phases:
+        for step in steps:
+            step(script)
+        expect.check(script)

@@ -31,7 +31,7 @@ from chunk_adapter.connectors.base import Connector
 from chunk_adapter.connectors.builders import BuildFn
 from chunk_adapter.factory import AdapterFactory, AdapterLike
 from chunk_adapter.history import ConnectorOp, History
-from tests.unit._wait import wait_until
+from tests.unit._wait import Inbox, wait_until
 
 __all__ = [
     "DEFAULT_JOIN_TIMEOUT",
@@ -96,6 +96,17 @@ class Rig:
         snd = self.adapter(connector, stage_id=SND_STAGE, build_payload=build, **options)
         rcv = self.adapter(connector, stage_id=RCV_STAGE, **options)
         return snd, rcv
+
+    def receiving(
+        self, connector: Connector, *rids: str, **options: Any
+    ) -> tuple[AdapterLike, AdapterLike, Inbox]:
+        """:meth:`pair`, an :class:`Inbox` on the receiver, and *rids* registered with it
+        (``load_async``, in order)."""
+        snd, rcv = self.pair(connector, **options)
+        inbox = Inbox(rcv)
+        for rid in rids:
+            rcv.load_async(rid)
+        return snd, rcv, inbox
 
     def reference(self, connector: Connector, *, stage_id: int, **options: Any) -> ChunkAdapter:
         """The reference adapter itself (for stats(), check_invariants, option checks)."""

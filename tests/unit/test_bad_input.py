@@ -129,8 +129,7 @@ def test_cleanup_receiver_rejects_a_non_str_request_id(
 
 @pytest.mark.rule("R21", "R22")
 def test_bad_calls_leave_the_background_threads_serving(rig: Rig, mem: MemoryConnector) -> None:
-    snd, rcv = rig.pair(mem)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem)
     bad_calls: list[Callable[[], object]] = [
         lambda: snd.save_async(1, "x", False),  # type: ignore[arg-type]
         lambda: snd.save_async("r", "x", "yes"),  # type: ignore[arg-type]

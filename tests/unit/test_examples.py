@@ -9,14 +9,12 @@ import pytest
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
 from chunk_adapter.factory import REFERENCE
 from tests.unit._rig import Rig, chunk, wait_recv_passed
-from tests.unit._wait import Inbox
 
 
 @pytest.mark.rule("R4", "R9", "R15")
 def test_example_2_snapshots_and_draining(rig: Rig, mem: MemoryConnector) -> None:
     rec = RecordingConnector(mem)
-    snd, rcv = rig.pair(rec)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(rec)
     live = ["a"]
     rcv.load_async("v")
     snd.save_async("v", live, is_final=False)
@@ -46,9 +44,7 @@ def _example_3(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Example 3. With *blocker*, an unrelated build is held instead of p0's."""
     builder = rig.gated_builder()
-    snd, rcv = rig.pair(mem, build_payload=builder)
-    inbox = Inbox(rcv)
-    rcv.load_async("w")
+    snd, _rcv, inbox = rig.receiving(mem, "w", build_payload=builder)
     gate = builder.hold(blocker or "w")
     if blocker is not None:
         snd.save_async(blocker, "b0", False)

@@ -26,9 +26,7 @@ def test_a_failed_put_is_retried_under_the_same_id(rig: Rig, mem: MemoryConnecto
     faulty = FaultyConnector(mem)
     faulty.fail_next("put", "r_0_0", times=2)  # two failures: the third try succeeds
     rec = RecordingConnector(faulty)
-    snd, rcv = rig.pair(rec)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(rec, "r")
     snd.save_async("r", "a", False)
     snd.save_async("r", "b", True)
     inbox.wait_final("r")
@@ -46,9 +44,7 @@ def test_a_non_final_is_dropped_after_three_tries_and_the_next_takes_its_id(
     faulty = FaultyConnector(mem)
     faulty.fail_next("put", "r_0_1", times=3)
     rec = RecordingConnector(faulty)
-    snd, rcv = rig.pair(rec)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(rec, "r")
     for payload in ("a", "lost", "c"):
         snd.save_async("r", payload, False)
     snd.save_async("r", "end", True)
@@ -83,9 +79,7 @@ def test_a_final_is_retried_until_it_succeeds(rig: Rig, mem: MemoryConnector) ->
     faulty = FaultyConnector(mem)
     faulty.fail_next("put", "r_0_1", times=7)  # far more than the non-final budget
     rec = RecordingConnector(faulty)
-    snd, rcv = rig.pair(rec)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(rec, "r")
     snd.save_async("r", "a", False)
     snd.save_async("r", "end", True)
     snd.save_async("next", "n", True)  # queued behind the final: waits for it (one FIFO)
@@ -138,9 +132,7 @@ def test_put_exceptions_never_kill_the_save_thread(
         def get(self, key: str) -> dict[str, Any] | None:
             return mem.get(key)
 
-    snd, rcv = rig.pair(Raising())
-    inbox = Inbox(rcv)
-    rcv.load_async("good")
+    snd, _rcv, inbox = rig.receiving(Raising(), "good")
     for i in range(5):
         snd.save_async("bad", i, False)
         snd.save_async("good", i, False)
@@ -194,8 +186,7 @@ def test_build_exceptions_never_kill_the_save_thread(rig: Rig, mem: MemoryConnec
             raise RuntimeError("build exploded")
         return snap
 
-    snd, rcv = rig.pair(mem, build_payload=build)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem, build_payload=build)
     for rid in ("bad", "good"):
         rcv.load_async(rid)
     for i in range(5):
@@ -217,8 +208,7 @@ def test_faults_on_every_path_at_once(rig: Rig, mem: MemoryConnector) -> None:
         faulty.fail_next("get", f"r{(n + 1) % 4}_0_{n // 4}", times=2)
     builder = rig.gated_builder()
     builder.fail(predicate=lambda rid, snap, fin: snap % 7 == 3, times=100)
-    snd, rcv = rig.pair(faulty, build_payload=builder)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(faulty, build_payload=builder)
     rids = [f"r{i}" for i in range(4)]
     for rid in rids:
         rcv.load_async(rid)

@@ -10,7 +10,6 @@ import pytest
 
 from chunk_adapter.connectors import FaultyConnector, MemoryConnector, RecordingConnector
 from tests.unit._rig import Rig, ok_puts
-from tests.unit._wait import Inbox
 
 REQUESTS = 6
 CHUNKS = 15
@@ -23,8 +22,7 @@ def test_every_final_arrives_under_random_faults(rig: Rig, seed: int, consume: b
     mem = MemoryConnector(consume_on_get=consume)
     faulty = FaultyConnector(mem, put_rate=0.3, get_rate=0.3, seed=seed)
     rec = RecordingConnector(faulty)
-    snd, rcv = rig.pair(rec, put_backoff=0.0005, put_backoff_max=0.002)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(rec, put_backoff=0.0005, put_backoff_max=0.002)
     rids = [f"s{seed}r{i}" for i in range(REQUESTS)]
     for rid in rids:
         rcv.load_async(rid)

@@ -1,112 +1,79 @@
 """The oracles on hand-written histories, the receiver's rules: each fires on a violation
-and stays quiet otherwise. Histories are scripted with :class:`_history_script.Script`.
+and stays quiet otherwise. One table row a case, its id naming the rule; the rows
+are scripted with :mod:`tests.unit._history_script` (``do.*`` steps, then what the
+oracles must say). Last, the table's own machinery: a row fails when its rule
+does not fire.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.unit._history_script import Script, c, received
+from tests.unit._history_script import c, case, do, fires, only, play, quiet
+
+NO_TRIES = {"put_tries": None}  # the receiver's rules only: no put-retry accounting
+
+CASES = [
+    case("R14", "quiet-on-a-registration-delivered-in-order",
+         [do.load("r"), do.received("r", [c("a"), c("b", True)]), do.poll({"r": [c("a")]}),
+          do.poll({"r": [c("b", True)]})],
+         quiet(quiescent=True, **NO_TRIES)),
+    case("R14", "fires-on-a-value-no-get-returned",
+         [do.load("r"), do.poll({"r": [c("ghost")]})],
+         only("R14")),
+    case("R14", "fires-on-a-chunk-got-but-never-handed-out",
+         [do.load("r"), do.received("r", [c("a")]), do.poll({})],
+         quiet(quiescent=False), [], only("R14", quiescent=True)),
+    case("R23", "fires-on-a-chunk-put-but-never-received",
+         # the get came after the put landed, and found nothing
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0"), do.poll({})],
+         fires("R23", quiescent=True, **NO_TRIES)),
+    case("R15", "fires-on-an-empty-list",
+         [do.load("r"), do.poll({"r": []})],
+         fires("R15")),
+    case("R15", "fires-on-a-second-hand-out",
+         [do.load("r"), do.received("r", [c("a")]), do.poll({"r": [c("a")]}),
+          do.poll({"r": [c("a")]})],
+         fires("R15")),
+    case("R13", "fires-on-a-get-past-the-final",
+         [do.load("r"), do.received("r", [c("end", True)]), do.get("r_1_1")],
+         fires("R13", **NO_TRIES)),
+    case("R13", "quiet-after-a-new-registration",
+         [do.load("r"), do.received("r", [c("end", True)]), do.cleanup("r"), do.load("r"),
+          do.get("r_1_0")],
+         quiet(**NO_TRIES)),
+    case("R16", "fires-on-a-hand-out-after-cleanup",
+         [do.load("r"), do.received("r", [c("a")]), do.cleanup("r"), do.poll({"r": [c("a")]})],
+         only("R16", **NO_TRIES)),
+    case("R16", "fires-on-a-stale-get-crossing-cleanup-and-load",
+         # the get began under the first registration; discarded, it is fine
+         [do.load("r"), do.put("r_1_0", "a"), do.start("in flight"), do.cleanup("r"),
+          do.load("r"), do.get("r_1_0", c("a"), begin="in flight")],
+         quiet(**NO_TRIES),
+         [do.poll({"r": [c("a")]})],
+         only("R16", **NO_TRIES)),
+    case("R12", "fires-on-a-hand-out-for-a-request-never-registered",
+         [do.poll({"r": [c("a")]})],
+         only("R12")),
+]  # fmt: skip
 
 
-@pytest.mark.rule("R14")
-def test_r14_quiet_on_a_registration_delivered_in_order() -> None:
-    s = Script()
-    s.load("r")
-    received(s, "r", [c("a"), c("b", True)])
-    s.poll({"r": [c("a")]})
-    s.poll({"r": [c("b", True)]})
-    assert s.rules(quiescent=True, put_tries=None) == []
+@pytest.mark.parametrize("phases", CASES)
+def test_receiver_rule(phases: Any) -> None:
+    play(phases)
 
 
-@pytest.mark.rule("R14")
-def test_r14_fires_on_a_value_no_get_returned() -> None:
-    s = Script()
-    s.load("r")
-    s.poll({"r": [c("ghost")]})
-    assert s.rules() == ["R14"]
-
-
-@pytest.mark.rule("R14")
-def test_r14_fires_on_a_chunk_got_but_never_handed_out() -> None:
-    s = Script()
-    s.load("r")
-    received(s, "r", [c("a")])
-    s.poll({})
-    assert s.rules(quiescent=False) == []
-    assert s.rules(quiescent=True) == ["R14"]
-
-
-@pytest.mark.rule("R23")
-def test_r23_fires_on_a_chunk_put_but_never_received() -> None:
-    s = Script()
-    s.load("r")
-    s.put("r_1_0", "a")
-    s.get("r_1_0")  # looked before the put landed? no: after, and found nothing
-    s.poll({})
-    assert "R23" in s.rules(quiescent=True, put_tries=None)
-
-
-@pytest.mark.rule("R15")
-def test_r15_fires_on_an_empty_list_and_on_a_second_hand_out() -> None:
-    s = Script()
-    s.load("r")
-    s.poll({"r": []})
-    assert "R15" in s.rules()
-    t = Script()
-    t.load("r")
-    received(t, "r", [c("a")])
-    t.poll({"r": [c("a")]})
-    t.poll({"r": [c("a")]})
-    assert "R15" in t.rules()
-
-
-@pytest.mark.rule("R13")
-def test_r13_fires_on_a_get_past_the_final() -> None:
-    s = Script()
-    s.load("r")
-    received(s, "r", [c("end", True)])
-    s.get("r_1_1")
-    assert "R13" in s.rules(put_tries=None)
-
-
-@pytest.mark.rule("R13")
-def test_r13_quiet_after_a_new_registration() -> None:
-    s = Script()
-    s.load("r")
-    received(s, "r", [c("end", True)])
-    s.cleanup("r")
-    s.load("r")
-    s.get("r_1_0")
-    assert s.rules(put_tries=None) == []
-
-
-@pytest.mark.rule("R16")
-def test_r16_fires_on_a_hand_out_after_cleanup() -> None:
-    s = Script()
-    s.load("r")
-    received(s, "r", [c("a")])
-    s.cleanup("r")
-    s.poll({"r": [c("a")]})
-    assert s.rules(put_tries=None) == ["R16"]
-
-
-@pytest.mark.rule("R16")
-def test_r16_fires_on_a_stale_get_crossing_cleanup_and_load() -> None:
-    s = Script()
-    s.load("r")
-    s.put("r_1_0", "a")
-    in_flight = s.start()  # the get began under the first registration
-    s.cleanup("r")
-    s.load("r")
-    s.get("r_1_0", c("a"), begin=in_flight)
-    assert s.rules(put_tries=None) == []  # discarded: fine
-    s.poll({"r": [c("a")]})
-    assert s.rules(put_tries=None) == ["R16"]
-
-
-@pytest.mark.rule("R12")
-def test_r12_fires_on_a_hand_out_for_a_request_never_registered() -> None:
-    s = Script()
-    s.poll({"r": [c("a")]})
-    assert s.rules() == ["R12"]
+def test_a_row_fails_when_the_oracles_do_not_say_what_it_expects() -> None:
+    unfinished = [do.save("r", "a")]  # R23 once quiescent, nothing before
+    with pytest.raises(AssertionError, match=r"expected R9 .*got \[\]"):
+        play([(unfinished, fires("R9"))])
+    with pytest.raises(AssertionError, match=r"expected no finding .*got \['R23'\]"):
+        play([(unfinished, quiet(quiescent=True))])
+    with pytest.raises(AssertionError, match=r"expected just R23 .*got \[\]"):
+        play([(unfinished, only("R23"))])
+    with pytest.raises(AttributeError, match="Script has no method 'sav'"):
+        do.sav("r", "a")
+    with pytest.raises(TypeError, match="give steps, expect pairs"):
+        case("R9", "half-a-row", unfinished)

@@ -68,8 +68,7 @@ def test_load_async_and_save_async_wake_the_background_threads(
     """With a 5 s condition timeout, only a notify explains a prompt delivery."""
     if not rig.accepts("wait_timeout"):
         pytest.skip("the factory takes no wait_timeout option")
-    snd, rcv = rig.pair(mem, wait_timeout=5.0)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem, wait_timeout=5.0)
     start = time.monotonic()
     rcv.load_async("r")
     snd.save_async("r", "x", True)
@@ -126,8 +125,7 @@ def test_empty_and_failed_gets_are_retried(rig: Rig, mem: MemoryConnector) -> No
 @pytest.mark.parametrize("consume", [False, True], ids=["keep", "consume"])
 def test_every_chunk_handed_out_exactly_once_in_order(rig: Rig, consume: bool) -> None:
     mem = MemoryConnector(consume_on_get=consume)
-    snd, rcv = rig.pair(mem)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem)
     rids = [f"r{i}" for i in range(4)]
     for rid in rids:
         rcv.load_async(rid)

@@ -20,6 +20,7 @@ import pytest
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, SerializationError
 from chunk_adapter.errors import ConnectorError
+from tests.connectors._outage import Outage
 from tests.unit._rig import chunk
 from tests.unit._wait import Inbox, wait_until
 
@@ -159,27 +160,6 @@ def test_transient_errors_are_still_retried_and_a_final_until_it_succeeds() -> N
     finally:
         snd.stop()
         rcv.stop()
-
-
-class Outage:
-    """Every put fails while ``down`` is set; counts the failures."""
-
-    def __init__(self, inner: MemoryConnector) -> None:
-        self.inner = inner
-        self.down = threading.Event()
-        # Guards failures; taken by every failing put.
-        self._lock = threading.Lock()
-        self.failures = 0
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        if self.down.is_set():
-            with self._lock:
-                self.failures += 1
-            raise ConnectorError(f"put({key!r}): the store is down")
-        self.inner.put(key, value)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        return self.inner.get(key)
 
 
 @pytest.mark.rule("R10", "R25")

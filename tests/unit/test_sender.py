@@ -73,9 +73,7 @@ def test_wire_value_is_exactly_data_and_finished(rig: Rig, mem: MemoryConnector)
         return {"built": snap, "rid": rid, "final": is_final}
 
     rec = RecordingConnector(mem)
-    snd, rcv = rig.pair(rec, build_payload=build)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(rec, "r", build_payload=build)
     snd.save_async("r", [1], False)
     snd.save_async("r", [2], True)
     inbox.wait_final("r")
@@ -96,9 +94,7 @@ def test_payload_is_built_from_the_snapshot_taken_at_the_call(
     """The build is held until the object has been mutated: it must still see the old value."""
     history = History()
     builder = rig.gated_builder(history=history)
-    snd, rcv = rig.pair(mem, build_payload=builder)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(mem, "r", build_payload=builder)
     gate = builder.hold("r", count=2)
     live: dict[str, Any] = {"tokens": [1]}
     snd.save_async("r", live, False)
@@ -150,10 +146,7 @@ def test_cancel_drops_queued_and_future_non_finals_without_building(
 ) -> None:
     history = History()
     builder = rig.gated_builder(history=history)
-    snd, rcv = rig.pair(mem, build_payload=builder)
-    inbox = Inbox(rcv)
-    rcv.load_async("w")
-    rcv.load_async("other")
+    snd, _rcv, inbox = rig.receiving(mem, "w", "other", build_payload=builder)
     gate = builder.hold("blocker")
     snd.save_async("blocker", "b", True)
     assert gate.wait_started()
@@ -193,9 +186,7 @@ def test_cancel_mark_lasts_until_the_final_then_is_forgotten(
 def test_build_failure_drops_a_non_final_and_nulls_a_final(rig: Rig, mem: MemoryConnector) -> None:
     builder = rig.gated_builder()
     builder.fail(predicate=lambda rid, snap, fin: snap in ("bad", "bad-final"), times=2)
-    snd, rcv = rig.pair(mem, build_payload=builder)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(mem, "r", build_payload=builder)
     for payload in ("a", "bad", "b"):
         snd.save_async("r", payload, False)
     snd.save_async("r", "bad-final", True)
@@ -208,8 +199,7 @@ def test_build_failure_drops_a_non_final_and_nulls_a_final(rig: Rig, mem: Memory
 def test_build_runs_outside_the_locks(rig: Rig, mem: MemoryConnector) -> None:
     """While a build is held, every scheduler call still returns (no lock is held)."""
     builder = rig.gated_builder()
-    snd, rcv = rig.pair(mem, build_payload=builder)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem, build_payload=builder)
     gate = builder.hold("slow")
     snd.save_async("slow", 0, False)
     assert gate.wait_started()
@@ -229,9 +219,7 @@ def test_none_payload_skips_a_non_final_but_not_a_final(rig: Rig, mem: MemoryCon
     def build(rid: str, snap: Any, is_final: bool) -> Any:
         return None if snap == "skip" else snap
 
-    snd, rcv = rig.pair(mem, build_payload=build)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, _rcv, inbox = rig.receiving(mem, "r", build_payload=build)
     for payload in ("skip", "a", "skip", "skip", "b"):
         snd.save_async("r", payload, False)
     snd.save_async("r", "skip", True)

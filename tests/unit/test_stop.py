@@ -15,7 +15,7 @@ from chunk_adapter.connectors import FaultyConnector, MemoryConnector, Recording
 from chunk_adapter.factory import AdapterLike
 from chunk_adapter.history import BuildCall, History
 from tests.unit._rig import Rig, chunk, wait_recv_passed
-from tests.unit._wait import Inbox, holds_for, returns_within, wait_until
+from tests.unit._wait import holds_for, returns_within, wait_until
 
 IDLE_BOUND = 0.5  # the contract says well under 0.1 s; expected about 1 ms
 JOIN = 0.2  # the join timeout asked for where the factory takes one
@@ -30,9 +30,7 @@ def _timed_stop(adapter: AdapterLike, bound: float) -> float:
 @pytest.mark.rule("R18")
 def test_stop_is_prompt_when_idle_and_idempotent(rig: Rig, mem: MemoryConnector) -> None:
     """With a 5 s condition timeout, stop() is prompt only if it notifies both conditions."""
-    snd, rcv = rig.pair(mem, wait_timeout=5.0)
-    inbox = Inbox(rcv)
-    rcv.load_async("r")
+    snd, rcv, inbox = rig.receiving(mem, "r", wait_timeout=5.0)
     snd.save_async("r", 1, True)
     inbox.wait_final("r")
     for adapter in (snd, rcv):

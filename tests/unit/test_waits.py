@@ -17,7 +17,7 @@ import pytest
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.runtime import ConditionLike, LockLike, ThreadingRuntime
 from tests.unit._rig import Rig
-from tests.unit._wait import Inbox, returns_within, wait_until
+from tests.unit._wait import returns_within, wait_until
 
 WAIT_TIMEOUT = 0.05
 
@@ -79,8 +79,7 @@ def _needs_runtime(rig: Rig) -> None:
 def test_lost_notifications_cost_a_timeout_not_a_hang(rig: Rig, mem: MemoryConnector) -> None:
     _needs_runtime(rig)
     runtime = OddRuntime(lose_notify=True)
-    snd, rcv = rig.pair(mem, runtime=runtime, wait_timeout=WAIT_TIMEOUT)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem, runtime=runtime, wait_timeout=WAIT_TIMEOUT)
     for round_ in range(3):  # each time both threads are idle in a wait first
         rid = f"r{round_}"
         start = time.monotonic()
@@ -101,8 +100,7 @@ def test_lost_notifications_cost_a_timeout_not_a_hang(rig: Rig, mem: MemoryConne
 def test_spurious_wakeups_are_rechecked(rig: Rig, mem: MemoryConnector) -> None:
     _needs_runtime(rig)
     runtime = OddRuntime(spurious=True)
-    snd, rcv = rig.pair(mem, runtime=runtime, wait_timeout=WAIT_TIMEOUT)
-    inbox = Inbox(rcv)
+    snd, rcv, inbox = rig.receiving(mem, runtime=runtime, wait_timeout=WAIT_TIMEOUT)
     # Let both idle threads wake up for nothing many times before any work comes.
     before = sum(c.waits for c in runtime.conditions)
     wait_until(

@@ -7,7 +7,8 @@ class elsewhere, a base class and a subclass in two modules, a ``**options``
 factory that drops ``runtime=``, a ``queue.Queue`` FIFO, a
 ``ThreadPoolExecutor`` SAVE worker, a ``Thread`` subclass plus a ``Timer``,
 and ``from threading import RLock, Condition`` with ``perf_counter``. Some
-also offer a variant with one seeded race bug. The shared bookkeeping lives in
-:mod:`._parts`, which never touches threading or time itself: every lock,
-thread and clock call is made in the shape's own module.
+also offer a variant with one seeded race bug. The shared bookkeeping is
+:mod:`tests._adapters.plain`, which never names threading or time itself:
+every lock, thread and clock is taken from the shape's own module (a clock is
+passed to the base's ``join_all``).
 """

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from ._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 __all__ = ["Adapter", "make"]
 
@@ -28,11 +28,7 @@ def make(connector: Any, **options: Any) -> Adapter:
 
 
 class Adapter(SendPart, RecvPart):
-    def __init__(self, connector: Any, stage_id: int, src_stage_id: int | None,
-                 build_payload: Any, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it.
         self._stop = threading.Event()
         # Guards the FIFO, send ids and cancels; the SAVE thread waits on _send_cond.
@@ -48,9 +44,5 @@ class Adapter(SendPart, RecvPart):
 
     def stop(self) -> None:
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
-            with cond:
-                cond.notify_all()
-        deadline = time.monotonic() + self.join_timeout
-        self._save.join(max(0.0, deadline - time.monotonic()))
-        self._recv.join(max(0.0, deadline - time.monotonic()))
+        self.wake(self._send_cond, self._recv_cond)
+        self.join_all((self._save, self._recv), time.monotonic)

@@ -11,17 +11,13 @@ import threading
 import time
 from typing import Any
 
-from ._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 __all__ = ["Adapter", "NoTokenCheck", "make", "make_no_token_check"]
 
 
 class Adapter(SendPart, RecvPart):
-    def __init__(self, connector: Any, *, stage_id: int, src_stage_id: int | None = None,
-                 build_payload: Any = None, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # The work for the SAVE thread, in save order (the queue has its own lock).
         self._work: queue.Queue[tuple[str, Any, bool]] = queue.Queue()
         # Set once by stop(); every loop checks it.
@@ -55,17 +51,12 @@ class Adapter(SendPart, RecvPart):
                 continue
             if self._stop.is_set():
                 return
-            with self._send_lock:
-                cancelled = request_id in self._cancelled
-            self.send_one(request_id, snap, is_final, cancelled)
+            self.send_taken(request_id, snap, is_final)
 
     def stop(self) -> None:
         self._stop.set()
-        with self._recv_cond:
-            self._recv_cond.notify_all()
-        deadline = time.monotonic() + self.join_timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self.wake(self._recv_cond)
+        self.join_all(self._threads, time.monotonic)
 
 
 class NoTokenCheck(Adapter):

@@ -11,17 +11,13 @@ from threading import Condition, Event, RLock, Thread
 from time import perf_counter, sleep
 from typing import Any
 
-from ._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 __all__ = ["Adapter", "make"]
 
 
 class Adapter(SendPart, RecvPart):
-    def __init__(self, connector: Any, *, stage_id: int, src_stage_id: int | None = None,
-                 build_payload: Any = None, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it.
         self._stop = Event()
         # Reentrant: cancel_sender and the SAVE loop re-enter it through _is_cancelled.
@@ -66,12 +62,8 @@ class Adapter(SendPart, RecvPart):
 
     def stop(self) -> None:
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
-            with cond:
-                cond.notify_all()
-        deadline = perf_counter() + self.join_timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - perf_counter()))
+        self.wake(self._send_cond, self._recv_cond)
+        self.join_all(self._threads, perf_counter)
 
 
 def make(connector: Any, **kwargs: Any) -> Adapter:

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from ._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 __all__ = ["Adapter", "make"]
 
@@ -27,11 +27,7 @@ class _Worker(threading.Thread):
 
 
 class Adapter(SendPart, RecvPart):
-    def __init__(self, connector: Any, *, stage_id: int, src_stage_id: int | None = None,
-                 build_payload: Any = None, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it.
         self._stop = threading.Event()
         # Guards the FIFO, send ids and cancels; the SAVE thread waits on _send_cond.
@@ -51,12 +47,8 @@ class Adapter(SendPart, RecvPart):
         watchdog = threading.Timer(self.join_timeout / 2, self._slow_stop)
         watchdog.start()
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
-            with cond:
-                cond.notify_all()
-        deadline = time.monotonic() + self.join_timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self.wake(self._send_cond, self._recv_cond)
+        self.join_all(self._threads, time.monotonic)
         watchdog.cancel()
 
     def _slow_stop(self) -> None:

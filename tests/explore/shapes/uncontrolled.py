@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from ._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 __all__ = ["GATE", "HiddenThread", "RealGate", "make_hidden", "make_real_gate"]
 
@@ -22,11 +22,7 @@ GATE = threading.Event()  # made at import: a real event; never set
 
 
 class _Base(SendPart, RecvPart):
-    def __init__(self, connector: Any, *, stage_id: int, src_stage_id: int | None = None,
-                 build_payload: Any = None, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it.
         self._stop = threading.Event()
         # Guards the FIFO, send ids and cancels; the SAVE thread waits on _send_cond.
@@ -44,9 +40,7 @@ class _Base(SendPart, RecvPart):
 
     def stop(self) -> None:
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
-            with cond:
-                cond.notify_all()
+        self.wake(self._send_cond, self._recv_cond)
         self._save.join(self.join_timeout)
 
 
@@ -72,8 +66,7 @@ class RealGate(_Base):
 
     def stop(self) -> None:
         super().stop()
-        deadline = time.monotonic() + self.join_timeout
-        self._recv.join(max(0.0, deadline - time.monotonic()))
+        self.join_all([self._recv], time.monotonic)
 
 
 def make_hidden(connector: Any, **kwargs: Any) -> HiddenThread:

@@ -6,14 +6,11 @@ import threading
 from time import monotonic
 from typing import Any
 
-from .._parts import SendPart
+from tests._adapters.plain import SendPart
 
 
 class BaseAdapter(SendPart):
-    def __init__(self, connector: Any, *, stage_id: int, src_stage_id: int | None = None,
-                 build_payload: Any = None, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it.
         self._stop = threading.Event()
         # Guards the FIFO, send ids and cancels; the SAVE thread waits on _send_cond.
@@ -30,10 +27,7 @@ class BaseAdapter(SendPart):
     def stop(self) -> None:
         self._stop.set()
         self.wake_all()
-        deadline = monotonic() + self.join_timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - monotonic()))
+        self.join_all(self._threads, monotonic)
 
     def wake_all(self) -> None:
-        with self._send_cond:
-            self._send_cond.notify_all()
+        self.wake(self._send_cond)

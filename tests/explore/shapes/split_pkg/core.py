@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
-from .._parts import RecvPart, SendPart
+from tests._adapters.plain import RecvPart, SendPart
 
 
 class Adapter(SendPart, RecvPart):
-    def __init__(self, connector: Any, stage_id: int, src_stage_id: int | None,
-                 build_payload: Any, **options: Any) -> None:  # fmt: skip
-        self.set_options(connector, stage_id, src_stage_id, build_payload, **options)
-        self.init_send()
-        self.init_recv()
+    def make_threads(self) -> None:
         # Set once by stop(); every loop checks it; its wait() is the interruptible sleep.
         self._stop = threading.Event()
         # Guards the FIFO, send ids and cancels; the SAVE thread waits on _send_cond.
@@ -32,9 +27,5 @@ class Adapter(SendPart, RecvPart):
 
     def stop(self) -> None:
         self._stop.set()
-        for cond in (self._send_cond, self._recv_cond):
-            with cond:
-                cond.notify_all()
-        deadline = time.monotonic() + self.join_timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self.wake(self._send_cond, self._recv_cond)
+        self.join_all(self._threads, time.monotonic)
