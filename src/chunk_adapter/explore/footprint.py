@@ -22,6 +22,7 @@ the history of a      every recorded call, put, get and build of that    w
 request               request (``poll``/``stop``: every request's)
 the progress counter  puts, builds, values got / ``settle()`` reading     c / r
 an adapter attribute  read of an immutable value / anything else         r / w
+time passed           the step a timeout starts (all were blocked)       w: all
 ====================  =================================================  ======
 
 Two footprints *conflict* when they share an object and their modes are not

@@ -18,6 +18,14 @@ How (stateless, like DFS: executions are replayed from the start):
   at the state before the first step, a task that starts a reordering of the
   two (an *initial* of the steps after it that do not depend on it, followed by
   the second step) unless one is already planned there: the *source set*.
+* Locks: a task about to take a lock another task holds is not offered (the
+  controller), so its ``acquire`` cannot be moved before the step that *let the lock
+  go* — that race is not reversible. It is reversed with the step that *took* the lock
+  instead (the controller says who holds each lock a step touched). Before this rule,
+  the reversal was planned where the lock was still held, the branch ended sleep-set
+  blocked, and DPOR completed scenarios it had not covered (``TwoSaveThreads``).
+* Time: the step a timeout starts (the virtual clock jumped because every task was
+  blocked) happens after every earlier step and races with none of them.
 * *Sleep sets*: a task whose step from a state was explored already sleeps in
   the branches explored after it until a step that conflicts with it runs. An
   execution where every runnable task sleeps is redundant and ends at once
@@ -187,7 +195,9 @@ class DporStrategy(Strategy):
         self._pos = 0
         return True
 
-    def observe(self, tid: int, footprint: Footprint, held: dict[object, int] | None = None) -> None:
+    def observe(
+        self, tid: int, footprint: Footprint, held: dict[object, int] | None = None
+    ) -> None:
         """The controller: task *tid* ended a step that touched *footprint*, after which
         *held* says who holds each lock the step touched (-1: nobody)."""
         self._events.append((tid, footprint))
