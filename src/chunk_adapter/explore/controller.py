@@ -103,7 +103,7 @@ class Controller:
         # Called on the driver when the execution is over, before it is frozen (the
         # explorer scans for threads it does not run there).
         self.before_finish: Callable[[], None] | None = None
-        # Footprints (DPOR): when the scheduler has observe(tid, footprint), every step's
+        # Footprints (DPOR): when the scheduler has observe(tid, footprint, held), every step's
         # touched objects are collected in _fp and handed over when the step ends.
         # With each footprint goes who holds each lock the step touched, when the step ends
         # (-1: free), for the locks seen wanted so far (_locks: key -> lock).
