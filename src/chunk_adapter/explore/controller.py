@@ -22,9 +22,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from . import real
-from .footprint import Footprint, merge
+from .footprint import TIME_PASSED, Footprint, merge
 from .tasks import Aborted, ExplorerMisuse, Failure, Scheduler, Step, Task, TaskState
 
 __all__ = [
@@ -102,9 +103,14 @@ class Controller:
         # Called on the driver when the execution is over, before it is frozen (the
         # explorer scans for threads it does not run there).
         self.before_finish: Callable[[], None] | None = None
-        # Footprints (DPOR): when the scheduler has observe(tid, footprint), every step's
+        # Footprints (DPOR): when the scheduler has observe(tid, footprint, held), every step's
         # touched objects are collected in _fp and handed over when the step ends.
-        self._observe: Callable[[int, Footprint], None] | None = getattr(scheduler, "observe", None)
+        # With each footprint goes who holds each lock the step touched, when the step ends
+        # (-1: free), for the locks seen wanted so far (_locks: key -> lock).
+        self._observe: Callable[[int, Footprint, dict[object, int]], None] | None = getattr(
+            scheduler, "observe", None
+        )
+        self._locks: dict[object, Any] = {}
         self.tracking = self._observe is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
         self.touch: Callable[[object, str], None] = self._touch if self.tracking else _no_touch
@@ -319,7 +325,9 @@ class Controller:
             fp, self._fp = self._fp, {}
             if self.opaque:
                 fp[("opaque",)] = "w"
-            self._observe(me.tid, fp)
+            locks = self._locks
+            held = {k: _owner(locks[k]) for k in fp if k in locks}
+            self._observe(me.tid, fp, held)
         nxt = self._pick(me)
         if nxt is me:
             return
@@ -352,6 +360,10 @@ class Controller:
             self.now = max(self.now, first.deadline)
             self.wake(first, "timeout")
             runnable = [first]
+            if self.tracking:
+                # DPOR: the step the timeout starts runs after every step so far (it can
+                # only run once all of them are done and every task blocked).
+                self.touch(TIME_PASSED, "w")
         self.steps += 1
         if self.steps > self.max_steps:
             self._fail(
@@ -369,6 +381,9 @@ class Controller:
         if self.tracking:
             # DPOR: a task about to acquire a lock another task holds would only block;
             # running it first adds a step and a race, never a behaviour.
+            for t in runnable:
+                if t.wants is not None:
+                    self._locks[t.wants.key] = t.wants
             offered = [t for t in runnable if t.wants is None or t.wants.owner in (None, t)]
             offered = offered or runnable
             if current is not None and self.tasks[current] not in offered:
@@ -408,6 +423,12 @@ class Controller:
     def _fail(self, kind: str, message: str) -> None:
         self._add_failure(Failure(kind, message))
         self._done.set()
+
+
+def _owner(lock: Any) -> int:
+    """The task id holding *lock*, or -1 when it is free."""
+    owner = lock.owner
+    return -1 if owner is None else int(owner.tid)
 
 
 def _caller() -> str:

@@ -22,6 +22,7 @@ the history of a      every recorded call, put, get and build of that    w
 request               request (``poll``/``stop``: every request's)
 the progress counter  puts, builds, values got / ``settle()`` reading     c / r
 an adapter attribute  read of an immutable value / anything else         r / w
+time passed           the step a timeout starts (all were blocked)       w: all
 ====================  =================================================  ======
 
 Two footprints *conflict* when they share an object and their modes are not
@@ -44,6 +45,7 @@ from typing import Any
 __all__ = [
     "HIST_ALL",
     "PROGRESS",
+    "TIME_PASSED",
     "Footprint",
     "conflict",
     "request_of",
@@ -59,6 +61,10 @@ HIST_ALL = ("hist", "*")
 """Every request's history: ``poll()`` and ``stop()`` write it; every per-request
 record reads it, so the two conflict while records of different requests do not."""
 
+TIME_PASSED = ("time passed",)
+"""In the footprint of the step a timeout starts (the virtual clock jumped because every
+task was blocked): that step runs after every earlier step, and conflicts with all of them."""
+
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), frozenset, range)
 
 
@@ -73,6 +79,8 @@ def merge(fp: Footprint, key: Any, mode: str) -> None:
 
 def conflict(a: Footprint, b: Footprint) -> bool:
     """Whether two steps with these footprints may not commute."""
+    if TIME_PASSED in a or TIME_PASSED in b:
+        return True
     if len(b) < len(a):
         a, b = b, a
     for key, mode in a.items():

@@ -29,8 +29,9 @@ __all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "prove_stage"]
 
 PROOF_PROFILES: dict[str, int] = {}
 """How many :data:`PROVE` scenarios each profile's explore stage tries to prove. Empty for
-now: DPOR has a known unsound case (docs/explorer.md, "A known hole: TwoSaveThreads"), and
-a check must not say "proved" until that is fixed. Then: ``{"ci": 3, "hunt": len(PROVE)}``."""
+now: DPOR's one known unsound case (docs/explorer.md, "The TwoSaveThreads hole") is fixed
+but not yet reviewed, and a check must not say "proved" before it is. Then:
+``{"ci": 3, "hunt": len(PROVE)}``."""
 PROOF_SECONDS = 60.0
 """At most this long per proof; a proof is not started with less than a third of it left."""
 

@@ -18,6 +18,14 @@ How (stateless, like DFS: executions are replayed from the start):
   at the state before the first step, a task that starts a reordering of the
   two (an *initial* of the steps after it that do not depend on it, followed by
   the second step) unless one is already planned there: the *source set*.
+* Locks: a task about to take a lock another task holds is not offered (the
+  controller), so its ``acquire`` cannot be moved before the step that *let the lock
+  go* — that race is not reversible. It is reversed with the step that *took* the lock
+  instead (the controller says who holds each lock a step touched). Before this rule,
+  the reversal was planned where the lock was still held, the branch ended sleep-set
+  blocked, and DPOR completed scenarios it had not covered (``TwoSaveThreads``).
+* Time: the step a timeout starts (the virtual clock jumped because every task was
+  blocked) happens after every earlier step and races with none of them.
 * *Sleep sets*: a task whose step from a state was explored already sleeps in
   the branches explored after it until a step that conflicts with it runs. An
   execution where every runnable task sleeps is redundant and ends at once
@@ -36,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..controller import Pruned
-from ..footprint import Footprint, conflict
+from ..footprint import TIME_PASSED, Footprint, conflict
 from .base import Strategy
 from .replay import ScheduleDiverged
 
@@ -97,9 +105,15 @@ class _Order:
         j = len(self.seq)
         prev = self._last_of.get(tid, -1)
         clock = dict(self.clocks[prev]) if prev >= 0 else {}
+        if TIME_PASSED in fp:
+            # Started by a timeout: after every step so far, racing with none of them.
+            for t, last in self._last_of.items():
+                clock[t] = self.seq[last]
         candidates: set[int] = set()
         undo: list[tuple[list[int], int, int]] = []
         for key, mode in fp.items():
+            if key == TIME_PASSED:
+                continue
             per_task = self._access.get(key)
             if per_task is None:
                 per_task = self._access[key] = {}
@@ -151,6 +165,11 @@ class DporStrategy(Strategy):
         self._branch = 0  # the node where this execution leaves the previous one's path
         self._started = False
         self._order = _Order()
+        # Locks, per step of this execution: the one it found free and took (None if
+        # none), and who held each lock it touched when it ended; _owner: the lock's owner now.
+        self._took: list[object] = []
+        self._holding: list[dict[object, int] | None] = []
+        self._owner: dict[object, int] = {}
 
     @property
     def traces(self) -> int:
@@ -170,12 +189,27 @@ class DporStrategy(Strategy):
         self._started = True
         self.executions += 1
         self._events = []
+        self._took = []
+        self._holding = []
+        self._owner = {}
         self._pos = 0
         return True
 
-    def observe(self, tid: int, footprint: Footprint) -> None:
-        """The controller: task *tid* ended a step that touched *footprint*."""
+    def observe(
+        self, tid: int, footprint: Footprint, held: dict[object, int] | None = None
+    ) -> None:
+        """The controller: task *tid* ended a step that touched *footprint*, after which
+        *held* says who holds each lock the step touched (-1: nobody)."""
         self._events.append((tid, footprint))
+        took: object = None
+        if held:
+            owner = self._owner
+            for key, after in held.items():
+                if owner.get(key, -1) == -1 and footprint.get(key) == "w":
+                    took = key  # it found the lock free and took it (and may have let it go)
+                owner[key] = after
+        self._took.append(took)
+        self._holding.append(dict(held) if held else None)
         at = len(self._events) - 2  # the node that chose this step
         if 0 <= at < len(self._nodes) and self._nodes[at].chosen == tid:
             self._nodes[at].done[tid] = footprint
@@ -236,8 +270,15 @@ class DporStrategy(Strategy):
         seq, clocks = order.seq, order.clocks
         node = self._nodes[i - 1]  # the state just before step i
         tj = self._events[j][0]
-        if tj not in node.runnable:
-            self._plan_earlier(i, j)
+        took = self._took[j]
+        if took is not None:
+            taken = self._taken_by(i, took)
+            if taken >= 0:
+                # Step j takes a lock that i's task held before i (i let it go): j cannot
+                # run before i, only before that task took the lock. Reverse that race.
+                if taken >= 1:
+                    self._plan_reversal(taken, j)
+                return
         if node.backtrack.issuperset(node.runnable):
             return
         ti, si = self._events[i][0], seq[i]
@@ -259,19 +300,21 @@ class DporStrategy(Strategy):
         if pick in node.runnable:
             node.backtrack.add(pick)
 
-    def _plan_earlier(self, i: int, j: int) -> None:
-        """Step j's task was not offered before step i: it wanted a lock that i's task
-        held (i released it, j takes it). The reversal is to run j's task before that
-        lock was taken: at the latest earlier state where it was offered and the step
-        taken there conflicts with step j (the acquire), whatever steps of its own
-        (independent, or reversed by their own races) come between."""
-        tj, fp_j = self._events[j]
-        for k in range(i - 1, 0, -1):
-            tk, fp_k = self._events[k]
-            earlier = self._nodes[k - 1]
-            if tk != tj and tj in earlier.runnable and conflict(fp_k, fp_j):
-                earlier.backtrack.add(tj)
-                return
+    def _taken_by(self, i: int, lock: object) -> int:
+        """If step i's task held *lock* just before step i: its step that took it.
+        Otherwise -1."""
+        ti = self._events[i][0]
+        for k in range(i - 1, -1, -1):
+            held = self._holding[k]
+            if held is None or lock not in held:
+                continue
+            if held[lock] != ti:
+                return -1  # the last step before i to touch it left it free, or to another
+            for m in range(k, -1, -1):
+                if self._events[m][0] == ti and self._took[m] == lock:
+                    return m
+            return -1
+        return -1
 
     def _backtrack(self) -> bool:
         """Move to the deepest node with a planned, unexplored, awake task."""
