@@ -14,10 +14,10 @@ Redis prefixes of its own, and a throwaway redis-server when one is installed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
-import pickle
 import resource
 import sys
 import threading
@@ -80,10 +80,8 @@ def point1(redis_url: str | None) -> None:
     receiver = shm(name)  # the default serializer
     attacker.put("r_0_0", {"data": Planted(), "finished": True})
     RAN.clear()
-    try:
+    with contextlib.suppress(Exception):
         receiver.get("r_0_0")
-    except Exception:
-        pass
     emit(1, "shm: planted pickle runs code in a default receiver", len(RAN))
     receiver.purge()
     if redis_url:
@@ -93,10 +91,8 @@ def point1(redis_url: str | None) -> None:
         good = RedisConnector(url=redis_url, prefix="probe1")
         bad.put("r_0_0", {"data": Planted(), "finished": True})
         RAN.clear()
-        try:
+        with contextlib.suppress(Exception):
             good.get("r_0_0")
-        except Exception:
-            pass
         emit(1, "redis: planted pickle runs code in a default receiver", len(RAN))
         good.purge()
 
@@ -120,7 +116,11 @@ def point2() -> None:
         for r, chunks in rcv.poll_ready().items():
             got[r] += len(chunks)
         time.sleep(0.005)
-    emit(2, "unsendable final: chunks of 10 other requests received in 5 s (of 110)", sum(got.values()))
+    emit(
+        2,
+        "unsendable final: chunks of 10 other requests received in 5 s (of 110)",
+        sum(got.values()),
+    )
     snd.stop()
     rcv.stop()
     conn.purge()
@@ -149,7 +149,11 @@ def point3() -> None:
         for i in range(400):
             snd.save_async(f"w{i % 4}", i, i >= 396)
     time.sleep(1.0)
-    emit(3, "README's with-pattern: chunks lost of 400 saved just before the block ends", 400 - len(conn.keys()))
+    emit(
+        3,
+        "README's with-pattern: chunks lost of 400 saved just before the block ends",
+        400 - len(conn.keys()),
+    )
 
 
 # ------------------------------------------------------------------ point 4
@@ -228,11 +232,19 @@ def point5() -> None:
     snd.stop()
     rcv.stop()
     inner.purge()
-    options = {"stall_timeout": 0.3} if "stall_timeout" in ChunkAdapter.__init__.__code__.co_varnames else {}
+    options = (
+        {"stall_timeout": 0.3}
+        if "stall_timeout" in ChunkAdapter.__init__.__code__.co_varnames
+        else {}
+    )
     rcv = ChunkAdapter(MemoryConnector(), stage_id=1, **options)
     rcv.load_async("never-sent")
     time.sleep(1.0)
-    emit(5, "a registration whose chunk never comes: reported stalls after 1 s", getattr(rcv.stats(), "stalls_reported", None))
+    emit(
+        5,
+        "a registration whose chunk never comes: reported stalls after 1 s",
+        getattr(rcv.stats(), "stalls_reported", None),
+    )
     rcv.stop()
 
 
@@ -266,17 +278,22 @@ def point6() -> None:
     for i in range(1_000_000):
         conn.put(f"k{i}", {"data": None, "finished": True})
         conn.get(f"k{i}")
-    emit(6, "memory connector, 1M puts: put keys remembered / RSS growth MiB",
-         [len(conn.puts), round(rss_mib() - before, 1)])
+    emit(
+        6,
+        "memory connector, 1M puts: put keys remembered / RSS growth MiB",
+        [len(conn.puts), round(rss_mib() - before, 1)],
+    )
     ctx = multiprocessing.get_context("spawn")
     name = ns()
     a, b = ctx.Pipe()
     proc = ctx.Process(target=_crash_sender, args=(name, b), daemon=True)
     proc.start()
-    at_kill = a.recv() if a.poll(120) else -1
+    a.recv() if a.poll(120) else -1
     proc.kill()
     proc.join()
-    left = len(SharedMemoryConnector(name, **({"reclaim": False} if _has_reclaim() else {})).segments())
+    left = len(
+        SharedMemoryConnector(name, **({"reclaim": False} if _has_reclaim() else {})).segments()
+    )
     a2, b2 = ctx.Pipe()
     opener = ctx.Process(target=_opener, args=(name, b2), daemon=True)
     opener.start()
@@ -348,7 +365,11 @@ def point7(redis_url: str | None) -> None:
     proc.start()
     theirs = a.recv() if a.poll(60) else None
     mine = SharedMemoryConnector()
-    emit(7, "shm default namespace: an unrelated pipeline's chunk is received", mine.get("iso_0_0") is not None)
+    emit(
+        7,
+        "shm default namespace: an unrelated pipeline's chunk is received",
+        mine.get("iso_0_0") is not None,
+    )
     a.send("done")
     proc.join()
     if theirs:
@@ -367,9 +388,16 @@ def main() -> None:
     server = RedisServer().start() if redis_server_path() else None
     url = server.url if server else None
     try:
-        for p, fn in ((1, lambda: point1(url)), (2, point2), (3, point3), (4, point4),
-                      (5, point5), (6, point6), (6, lambda: point6_churn(args.churn_seconds)),
-                      (7, lambda: point7(url))):
+        for p, fn in (
+            (1, lambda: point1(url)),
+            (2, point2),
+            (3, point3),
+            (4, point4),
+            (5, point5),
+            (6, point6),
+            (6, lambda: point6_churn(args.churn_seconds)),
+            (7, lambda: point7(url)),
+        ):
             if p in points:
                 try:
                     fn()
