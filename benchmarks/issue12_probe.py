@@ -288,7 +288,8 @@ def point6() -> None:
     a, b = ctx.Pipe()
     proc = ctx.Process(target=_crash_sender, args=(name, b), daemon=True)
     proc.start()
-    a.recv() if a.poll(120) else -1
+    if a.poll(120):  # the sender has put its segments: kill it now
+        a.recv()
     proc.kill()
     proc.join()
     left = len(
