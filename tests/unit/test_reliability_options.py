@@ -8,6 +8,7 @@ second (and megabytes) in the error message.
 
 from __future__ import annotations
 
+import gc
 import math
 import threading
 import time
@@ -74,6 +75,9 @@ HUGE: dict[str, Callable[[], Any]] = {
 @pytest.mark.parametrize("kind", list(HUGE))
 def test_an_error_about_a_huge_value_is_short_and_cheap(kind: str) -> None:
     value = HUGE[kind]()
+    # Building the value allocated up to a million objects: a full collection now, not
+    # one that lands in a timed call below (it walks the whole heap of a crowded run).
+    gc.collect()
     adapter = ChunkAdapter(MemoryConnector(), stage_id=0)
     calls: list[Any] = [
         lambda: adapter.save_async("r", 1, value),  # is_final
