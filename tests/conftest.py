@@ -10,11 +10,18 @@ tests/crossprocess): a fresh shared-memory namespace and a throwaway
 redis-server, each failing a test that leaks; and a ``seed`` printed on failure.
 Redis tests skip when redis-server (or redis-py) is missing, with the command
 that installs it, except under ``CI=...``, where they fail: CI must run them.
+
+Every test also runs under ``_no_threads_left_behind``: a thread the test started
+and left running (an adapter never stopped, an executor never shut down) fails the
+test, so threads never pile up over a run. To see which tests add threads or
+memory, run with the opt-in plugin ``-p tests._crowding`` (docs/quality.md).
 """
 
 from __future__ import annotations
 
 import random
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -23,7 +30,48 @@ import pytest
 
 from chunk_adapter.connectors.redis_server import RedisServer
 from chunk_adapter.connectors.shm import SharedMemoryConnector
+from chunk_adapter.explore import patches as _explore_patches
 from tests._need_redis import require_redis
+
+# How long, in all, the end of a test waits for the threads it started to finish
+# (released gates, adapters stopping). Threads that end on time cost nothing more.
+LEFT_THREADS_JOIN = 2.0
+# Daemon threads a test may leave running past that wait: the stop-timeout tests
+# leave a blocked worker behind on purpose (one or two); an adapter never stopped
+# leaves two per adapter for the rest of the session.
+LEFT_DAEMON_THREADS_ALLOWED = 4
+
+
+@pytest.fixture(autouse=True)
+def _no_threads_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that leaves a non-daemon thread, or more than
+    LEFT_DAEMON_THREADS_ALLOWED daemon threads, alive after its teardown.
+
+    Also forgets the threads the explorer adopted during the test: its table holds
+    each execution's whole controller (trace, tasks, locks) for as long as the
+    process lives (see docs/quality.md, "Crowding"), which grew RSS by ~20 MB per
+    exploring test.
+    """
+    before = set(threading.enumerate())
+    yield
+    _explore_patches._ADOPTED.clear()
+    started = [
+        t
+        for t in threading.enumerate()
+        if t not in before and not isinstance(t, threading._DummyThread)  # cannot be joined
+    ]
+    deadline = time.monotonic() + LEFT_THREADS_JOIN
+    for thread in started:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    alive = [t for t in started if t.is_alive()]
+    non_daemon = [t.name for t in alive if not t.daemon]
+    daemon = [t.name for t in alive if t.daemon]
+    assert not non_daemon and len(daemon) <= LEFT_DAEMON_THREADS_ALLOWED, (
+        f"{request.node.nodeid} left threads running {LEFT_THREADS_JOIN} s after its "
+        f"teardown: non-daemon {non_daemon}, daemon {daemon} (more than "
+        f"{LEFT_DAEMON_THREADS_ALLOWED} allowed). Stop the adapters it made "
+        "(`with adapter:` or the rig fixture), shut executors down, join the threads it started."
+    )
 
 
 @pytest.fixture
