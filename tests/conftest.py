@@ -30,7 +30,6 @@ import pytest
 
 from chunk_adapter.connectors.redis_server import RedisServer
 from chunk_adapter.connectors.shm import SharedMemoryConnector
-from chunk_adapter.explore import patches as _explore_patches
 from tests._need_redis import require_redis
 
 # How long, in all, the end of a test waits for the threads it started to finish
@@ -45,16 +44,9 @@ LEFT_DAEMON_THREADS_ALLOWED = 4
 @pytest.fixture(autouse=True)
 def _no_threads_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail a test that leaves a non-daemon thread, or more than
-    LEFT_DAEMON_THREADS_ALLOWED daemon threads, alive after its teardown.
-
-    Also forgets the threads the explorer adopted during the test: its table holds
-    each execution's whole controller (trace, tasks, locks) for as long as the
-    process lives (see docs/quality.md, "Crowding"), which grew RSS by ~20 MB per
-    exploring test.
-    """
+    LEFT_DAEMON_THREADS_ALLOWED daemon threads, alive after its teardown."""
     before = set(threading.enumerate())
     yield
-    _explore_patches._ADOPTED.clear()
     started = [
         t
         for t in threading.enumerate()

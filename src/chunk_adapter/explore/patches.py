@@ -216,10 +216,16 @@ def start_new_thread(function: Callable[..., Any], args: Any, kwargs: Any = None
 
 # -- Thread.start / join / is_alive on the real class ---------------------------
 
-# Thread objects the code under test started from a task: (its controller's runtime, task).
-_ADOPTED: weakref.WeakKeyDictionary[threading.Thread, tuple[ControlledRuntime, Task]] = (
-    weakref.WeakKeyDictionary()
-)
+# A Thread object the code under test started from a task carries (its controller's
+# runtime, task) in this attribute. Not a table keyed by the thread: the task holds
+# the thread, so a weak-keyed entry never expired and kept every execution's
+# controller alive for the life of the process; on the thread, it goes with it.
+_ADOPTED = "_chunk_adapter_adopted"
+
+
+def _adopted(thread: threading.Thread) -> tuple[ControlledRuntime, Task] | None:
+    entry: tuple[ControlledRuntime, Task] | None = getattr(thread, _ADOPTED, None)
+    return entry
 
 
 def _start(self: threading.Thread) -> None:
@@ -227,16 +233,16 @@ def _start(self: threading.Thread) -> None:
     if rt is None:
         real.thread_start(self)
         return
-    if self in _ADOPTED:
+    if _adopted(self) is not None:
         raise RuntimeError("threads can only be started once")
     target = self.run
     task = rt.ctl.spawn(target, self.name, thread=self)
-    _ADOPTED[self] = (rt, task)
+    setattr(self, _ADOPTED, (rt, task))
     rt.ctl.switch_point(f"started {self.name!r}")
 
 
 def _handle(thread: threading.Thread) -> ControlledThread | None:
-    entry = _ADOPTED.get(thread)
+    entry = _adopted(thread)
     if entry is None or not entry[0].ctl.is_task():
         return None
     return ControlledThread(entry[0].ctl, entry[1])
@@ -388,6 +394,6 @@ def forget_executor_threads(ctl: Any) -> None:
     so interpreter exit never joins a task of an execution that is over."""
     queues: Any = cf_thread._threads_queues
     for thread in list(queues):
-        entry = _ADOPTED.get(thread)
+        entry = _adopted(thread)
         if entry is not None and entry[0].ctl is ctl:
             queues.pop(thread, None)
