@@ -10,6 +10,7 @@ when it returned. ``a.end < b.begin`` means *a* finished before *b* started.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -59,11 +60,16 @@ class History:
     """Thread-safe append-only log; every record carries global sequence numbers."""
 
     def __init__(self) -> None:
-        # Guards _seq and _records. Held only for an increment or an append,
-        # never while calling out; nobody waits on it.
+        # Guards _seq, _records and _open. Held only for an increment, an
+        # append or a set update, never while calling out.
         self._lock = threading.Lock()
+        # On _lock. Notified (notify_all) by timed() each time a call's record
+        # is in; settle() waits on it.
+        self._closed = threading.Condition(self._lock)
         self._seq = 0
         self._records: list[Any] = []
+        # One token per timed() call whose record is not appended yet.
+        self._open: set[object] = set()
 
     def tick(self) -> int:
         """Take the next sequence number."""
@@ -82,17 +88,53 @@ class History:
                 return list(self._records)
             return [r for r in self._records if isinstance(r, kind)]
 
-    def timed(self, fn: Callable[[], T]) -> tuple[int, T | None, BaseException | None, int]:
-        """Run *fn* between two ticks: ``(begin, result, exception, end)``.
+    def timed(
+        self,
+        fn: Callable[[], T],
+        to_record: Callable[[int, T | None, BaseException | None, int], Any],
+    ) -> tuple[T | None, BaseException | None]:
+        """Run *fn* between two ticks and append ``to_record(begin, result, exception, end)``.
 
-        The exception is returned, not raised, so callers can record it first.
+        Returns ``(result, exception)``: the exception is returned, not raised,
+        so the caller re-raises it after it is on record. The call counts as
+        open from before its first tick until its record is appended; see
+        :meth:`settle`.
         """
-        begin = self.tick()
+        token = object()
+        with self._lock:
+            self._open.add(token)
         try:
-            result = fn()
-        except Exception as exc:  # recorded, then re-raised by the caller
-            return begin, None, exc, self.tick()
-        return begin, result, None, self.tick()
+            begin = self.tick()
+            error: BaseException | None = None
+            try:
+                result: T | None = fn()
+            except Exception as exc:  # recorded, then re-raised by the caller
+                result, error = None, exc
+            self.append(to_record(begin, result, error, self.tick()))
+        finally:
+            with self._closed:
+                self._open.discard(token)
+                self._closed.notify_all()
+        return result, error
+
+    def settle(self, timeout: float) -> bool:
+        """Wait until every :meth:`timed` call open now has its record in the history.
+
+        A call's effect can be seen before its record is appended (a put the
+        receiver already got back); judge a history as complete only after
+        this. Calls that start meanwhile are not waited for. ``False`` when
+        some call was still open after *timeout* seconds (a call blocked
+        in the adapter or the connector).
+        """
+        deadline = time.monotonic() + timeout
+        with self._closed:
+            waiting = set(self._open)
+            while waiting & self._open:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._closed.wait(remaining)
+        return True
 
     def __len__(self) -> int:
         with self._lock:

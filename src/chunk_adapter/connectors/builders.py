@@ -95,9 +95,9 @@ class GatedBuilder:
         if self.history is None:
             return self._build(request_id, snapshot, is_final)
         history = self.history
-        begin, result, exc, end = history.timed(lambda: self._build(request_id, snapshot, is_final))
-        history.append(
-            BuildCall(
+
+        def record(begin: int, result: Any, exc: BaseException | None, end: int) -> BuildCall:
+            return BuildCall(
                 request_id=request_id,
                 snapshot=snapshot,
                 is_final=is_final,
@@ -108,7 +108,8 @@ class GatedBuilder:
                 end=end,
                 thread=threading.current_thread().name,
             )
-        )
+
+        result, exc = history.timed(lambda: self._build(request_id, snapshot, is_final), record)
         if exc is not None:
             raise exc
         return result

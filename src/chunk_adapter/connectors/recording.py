@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..history import ConnectorOp, History, Outcome
@@ -24,40 +25,40 @@ class RecordingConnector(ConnectorWrapper):
         self.history = history if history is not None else History()
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        begin, _, exc, end = self.history.timed(lambda: self.inner.put(key, value))
-        self._record("put", key, value, "error" if exc is not None else "ok", exc, begin, end)
+        _, exc = self.history.timed(
+            lambda: self.inner.put(key, value), self._recorder("put", key, value)
+        )
+        if exc is not None:
+            raise exc
 
     def get(self, key: str) -> dict[str, Any] | None:
-        begin, result, exc, end = self.history.timed(lambda: self.inner.get(key))
-        outcome: Outcome = "error" if exc is not None else "none" if result is None else "ok"
-        self._record("get", key, result, outcome, exc, begin, end)
+        result, exc = self.history.timed(lambda: self.inner.get(key), self._recorder("get", key))
+        if exc is not None:
+            raise exc
         return result
 
-    def _record(
-        self,
-        op: Literal["put", "get"],
-        key: str,
-        value: Any,
-        outcome: Outcome,
-        exc: BaseException | None,
-        begin: int,
-        end: int,
-    ) -> None:
-        """Append the call as a :class:`ConnectorOp`, then re-raise what it raised."""
-        self.history.append(
-            ConnectorOp(
+    @staticmethod
+    def _recorder(
+        op: Literal["put", "get"], key: str, put_value: Any = None
+    ) -> Callable[[int, Any, BaseException | None, int], ConnectorOp]:
+        """How one call becomes a :class:`ConnectorOp` once it returned."""
+
+        def record(begin: int, result: Any, exc: BaseException | None, end: int) -> ConnectorOp:
+            outcome: Outcome = "error" if exc is not None else "ok"
+            if op == "get" and exc is None and result is None:
+                outcome = "none"
+            return ConnectorOp(
                 op=op,
                 key=key,
-                value=value,
+                value=put_value if op == "put" else result,
                 outcome=outcome,
                 error=None if exc is None else repr(exc),
                 begin=begin,
                 end=end,
                 thread=threading.current_thread().name,
             )
-        )
-        if exc is not None:
-            raise exc
+
+        return record
 
     def ops(self) -> list[ConnectorOp]:
         """Every recorded put and get, in the order they ended."""

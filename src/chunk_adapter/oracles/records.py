@@ -76,15 +76,14 @@ class RecordedAdapter:
         fn: Callable[[], Any],
         keep_result: bool = False,
     ) -> Any:
-        begin, result, exc, end = self.history.timed(fn)
-        stored = None
-        if keep_result and exc is None:
-            try:
-                stored = copy.deepcopy(result)
-            except Exception:  # record what we can; the oracle will flag odd results
-                stored = result
-        self.history.append(
-            CallRecord(
+        def record(begin: int, result: Any, exc: BaseException | None, end: int) -> CallRecord:
+            stored = None
+            if keep_result and exc is None:
+                try:
+                    stored = copy.deepcopy(result)
+                except Exception:  # record what we can; the oracle will flag odd results
+                    stored = result
+            return CallRecord(
                 call=call,
                 request_id=request_id,
                 args=args,
@@ -95,7 +94,8 @@ class RecordedAdapter:
                 thread=threading.current_thread().name,
                 adapter=self.name,
             )
-        )
+
+        result, exc = self.history.timed(fn, record)
         if exc is not None:
             raise exc
         return result

@@ -133,17 +133,21 @@ def _stop_each(
 ) -> bool:
     """``stop()`` each adapter, the sender first, each judged against its own bound (R18).
 
-    ``True`` if every one returned (a side behind a hung ``stop()`` is not stopped).
+    ``True`` if every one returned. After a hung ``stop()`` the sides left are
+    still stopped (bounded, not judged: the hung one is the finding), so no
+    adapter goes on running behind the verdict.
     """
+    hung = False
     for side in sched.recorded.sides:
         limit = bound(side.name)
         outcome: StopOutcome = timed_stop(side.stop, 2 * limit + 1.0, sched.history)
+        if hung:
+            continue
         judge_stop(
             report, outcome, limit, what if side.name == "adapter" else f"{side.name} {what}"
         )
-        if not outcome.returned:
-            return False
-    return True
+        hung = not outcome.returned
+    return not hung
 
 
 def _reach(

@@ -55,6 +55,10 @@ def blocked_stop_bound(join_timeout: float) -> float:
     return 1.5 * join_timeout + 0.25
 
 
+SETTLE_SECONDS = 2.0
+"""How long a quiescent history waits for calls already made to be on record."""
+
+
 def judge_history(
     report: StressReport, history: History, *, quiescent: bool, put_tries: int | None
 ) -> None:
@@ -154,6 +158,10 @@ def judge_delivery(
             "or not received)",
         )
     judge_threads_alive(report, rig, started)
+    if progress != "budget":
+        # A final can be handed out before its put's record is appended (the
+        # SAVE thread is preempted between the two); wait for such calls.
+        rig.history.settle(SETTLE_SECONDS)
     put_tries = getattr(sched.adapter, "put_tries", None)
     judge_history(
         report,
