@@ -20,6 +20,7 @@ from ..factory import AdapterFactory
 from ..history import BuildCall
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
+from .probes_stall import probe_independent_builds, probe_quiet_polling
 from .result import CheckResult, rules_named_in
 
 __all__ = ["PROBES", "run_probes"]
@@ -161,9 +162,16 @@ PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
     ("stop and after", ("R18", "R19"), probe_stop),
     ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
     ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
-    ("bounded state", ("R24",), probe_bounded_state),
+    ("independent builds", ("R7", "R17"), probe_independent_builds),
     ("prompt hand-off", ("R17",), probe_prompt_handoff),
+    ("quiet polling", ("R17",), probe_quiet_polling),
+    ("bounded state", ("R24",), probe_bounded_state),
 )
+"""The probes in the order they run: cheapest first. The bounded-state probe runs
+thousands of request ids through the adapter; it goes last, because on a receiver that
+stalls it alone takes most of the stage's budget (43 s with a 0.5 s re-poll), while the
+probes before it decide such an adapter in seconds (they ran after it until issue 11,
+and a stalling receiver was then named by the stress stage, 80 s in)."""
 
 
 def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
