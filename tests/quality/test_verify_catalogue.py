@@ -56,6 +56,8 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_leaks:leak_after_cleanup": {"R24"},
     # throughput stalls (tests/quality/broken_stall.py; issue 11)
     "broken_stall:fixed_period_recv": {"R17"},
+    "broken_stall:backoff_recv": {"R17"},  # examples/quiet polling
+    "broken_stall:global_build_lock": {"R7"},  # examples/independent builds
     # attacks on the tool itself (tests/quality/broken_verify.py)
     "broken_verify:hangs_in_stop": {"R18"},
     "broken_verify:deadlocks_in_save": {"R3"},
