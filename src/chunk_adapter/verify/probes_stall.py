@@ -5,13 +5,13 @@ every chunk, in order and once, but makes some of them wait for no reason.
 one process share nothing but the interpreter. While adapter A's
 ``build_payload`` is held at a gate (a slow build in one stage), adapter B,
 given a final to send, must build and put it within :data:`BUILD_BOUND`
-seconds (1-8 ms measured on the reference and every correct adapter of
-tests/quality/correct). If B's put comes only after A's build is released,
-B waited behind A: with B's own build not even started, ``build_payload`` runs
-under a lock (or on a worker) shared between adapters, which R7 forbids
-("called outside every lock"); with B's build done but its put held back, B's
-SAVE thread waits behind another adapter's request (R17: no request waits
-behind another).
+seconds (median 3 ms, at most 155 ms, in 110 runs of the reference and the
+correct adapters of tests/quality/correct on a loaded 2-core machine). If
+B's put comes only after A's build is released, B waited behind A: with B's
+own build not even started, ``build_payload`` runs under a lock (or on a
+worker) shared between adapters, which R7 forbids ("called outside every
+lock"); with B's build done but its put held back, B's SAVE thread waits
+behind another adapter's request (R17: no request waits behind another).
 
 **Quiet polling** (R17). Over a polling connector, R17 says a RECV thread
 with requests but no progress in a round sleeps about 1 ms — after every
@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 BUILD_BOUND = 5.0
-"""Seconds adapter B may take to put its final while A's build is held (1-8 ms measured)."""
+"""Seconds adapter B may take to put its final while A's build is held (at most 155 ms seen)."""
 STOP = 5.0  # s for each stop() at the end (R18's own probes check promptness)
 
 QUIET = 1.0
@@ -72,7 +72,7 @@ REQUESTS = 4
 """Requests registered with each receiver (nothing is ever put for them)."""
 FLOOR = 20.0
 """Gets per second per registered request below which polling is suspect: a 50 ms pause,
-fifty times R17's ~1 ms (correct adapters: 170-600 on a loaded 2-core machine)."""
+fifty times R17's ~1 ms (correct adapters: 146-704 on a loaded 2-core machine)."""
 FRACTION = 0.1
 """...and below this fraction of the reference adapter's rate in the same window."""
 DECISIVE = 5 * FLOOR
