@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from chunk_adapter import ChunkAdapter
+from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors.base import ConnectorWrapper
 from chunk_adapter.factory import load_factory
 from chunk_adapter.verify import probes_stall
@@ -146,6 +147,29 @@ def test_a_slow_poll_beside_a_prompt_reference_is_r17(rate: float) -> None:
     assert "reference ChunkAdapter, measured beside it in the same window, 400 times" in str(
         caught.value
     )
+
+
+class _NeverPolls(ChunkAdapter):
+    """Takes registrations and forgets them: no get is ever made (a seeded bug)."""
+
+    def load_async(self, request_id: str) -> None:
+        pass
+
+
+@pytest.mark.rule("R23")
+def test_requests_never_polled_are_r23(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probes_stall, "ARRIVE", SHORT_BOUND)
+    with pytest.raises(Hang, match=r"^R23: 4 gets for the 4 registered requests did not"):
+        probes_stall.quiet_rates(_NeverPolls)
+
+
+@pytest.mark.rule("R17")
+def test_a_reference_that_never_polls_decides_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference is the yardstick: if it cannot poll, no verdict on the adapter."""
+    monkeypatch.setattr(probes_stall, "ARRIVE", SHORT_BOUND)
+    monkeypatch.setattr(probes_stall, "ChunkAdapter", _NeverPolls)
+    with pytest.raises(Undecided, match="the machine is too busy to measure"):
+        probes_stall.quiet_rates(ChunkAdapter)
 
 
 @pytest.mark.rule("R17")

@@ -175,9 +175,16 @@ def quiet_rates(
             wait_until(
                 lambda: conn.gets >= requests,
                 ARRIVE,
-                f"R23: a get for each of the {requests} registered requests",
+                f"R23: {requests} gets for the {requests} registered requests",
             )
-            wait_until(lambda: ref_conn.gets >= requests, ARRIVE, "the reference's first gets")
+            try:
+                wait_until(lambda: ref_conn.gets >= requests, ARRIVE, "the reference's gets")
+            except Hang:  # the yardstick, not the adapter under test: decides nothing
+                raise Undecided(
+                    f"the reference ChunkAdapter made {ref_conn.gets} gets for its {requests} "
+                    f"registered requests in {ARRIVE:g} s: the machine is too busy to measure "
+                    "polling rates (not a violation)"
+                ) from None
             # The quiet spell and the window are measurement intervals, not waits for
             # something to happen: the caller blocks on an event that nobody sets.
             idle = threading.Event()
