@@ -5,7 +5,7 @@ every chunk, in order and once, but makes some of them wait for no reason.
 one process share nothing but the interpreter. While adapter A's
 ``build_payload`` is held at a gate (a slow build in one stage), adapter B,
 given a final to send, must build and put it within :data:`BUILD_BOUND`
-seconds (median 3 ms, at most 155 ms, in 110 runs of the reference and the
+seconds (median 4 ms, at most 155 ms, in 165 runs of the reference and the
 correct adapters of tests/quality/correct on a loaded 2-core machine). If
 B's put comes only after A's build is released, B waited behind A: with B's
 own build not even started, ``build_payload`` runs under a lock (or on a
@@ -75,8 +75,11 @@ FLOOR = 20.0
 fifty times R17's ~1 ms (correct adapters: 146-704 on a loaded 2-core machine)."""
 FRACTION = 0.1
 """...and below this fraction of the reference adapter's rate in the same window."""
-DECISIVE = 5 * FLOOR
-"""The reference's rate below which the machine is too busy to judge (inconclusive)."""
+DECISIVE = 2 * FLOOR
+"""The reference's rate below which the machine is too busy to judge (inconclusive): its
+1 ms pause then takes 25 ms (the lowest seen in 195 measurements on a loaded 2-core
+machine: 114). Above it, at least 160 of the reference's gets are counted in the window,
+so one under a tenth of that is a difference of kind, not scheduling noise."""
 
 
 def probe_independent_builds(factory: AdapterFactory) -> None:
