@@ -30,23 +30,18 @@ exactly once — so only a check that measures how long work waits sees them.
   ``build_payload`` is called outside every lock (and R17: no request waits
   behind another).
 
-What ``chunk-adapter verify`` (ci profile) made of them at b8b986f, on the
-shared 2-core machine (load 9-13):
+What ``chunk-adapter verify`` (ci profile) makes of them since issue 11's two
+stall probes (examples stage, docs/verify.md; all three in
+``test_verify_catalogue.CATALOGUE``), on a 2-core machine, three CLI runs each:
 
-- ``fixed_period_recv``: exit 1, R17 first (stress/head-of-line). The
-  examples stage's prompt hand-off probe would name it in seconds, but the
-  bounded-state probe before it uses up that stage's 45 s on so slow a
-  receiver (43 s alone already with a 0.5 s period), so the probe is not
-  reached. Three runs (two by hand, one through the catalogue test): exit 1
-  in 79-80 s, R17 first, confirmed 2 of 2 (with a 0.5 s period: the same
-  in 86-108 s, three runs). In ``test_verify_catalogue.CATALOGUE``.
-- ``backoff_recv``: NOT caught (exit 3 at 240 s and at 600 s; every R17 check
-  passed). The pacing checks send chunk after chunk or measure right after
-  registering, so the pause never grows; the stateful machines only slow
-  down (10 of 150 examples in 170 s). Not in the catalogue.
-- ``global_build_lock``: NOT caught (exit 3 at 240 s and at 600 s, no check
-  failed): no check runs two adapters of one factory while a build is held.
-  Not in the catalogue.
+- ``fixed_period_recv``: exit 1, R17 first (examples/prompt hand-off, now run
+  before bounded state) in 35-36 s; before, 79-80 s (stress/head-of-line).
+- ``backoff_recv``: exit 1, R17 first (examples/quiet polling: 2 gets/s per
+  request after 1 s of quiet, the reference beside it over 100) in 14-18 s.
+  Before: not caught (exit 3 at 240 s and at 600 s).
+- ``global_build_lock``: exit 1, R7 first (examples/independent builds) in
+  23-26 s. Before: not caught (no check ran two adapters of one factory
+  while a build was held).
 """
 
 from __future__ import annotations
