@@ -26,6 +26,7 @@ from chunk_adapter.explore import (
     explore,
     replay,
 )
+from chunk_adapter.explore.library import PROVE
 from chunk_adapter.explore.primitives import ControlledRuntime
 from tests.explore._programs import every_execution
 
@@ -236,14 +237,23 @@ def proofs_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(proofs, "PROOF_PROFILES", {"ci": 3})
 
 
-def test_verify_runs_no_proofs_until_they_are_switched_on() -> None:
+def test_verify_runs_no_proofs_under_ci() -> None:
+    # The ci verdicts are certified by a measurement made without proofs (quick: below).
     assert _proofs("chunk_adapter.adapter:ChunkAdapter") == []
+
+
+def test_verify_proves_under_hunt(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chunk_adapter.explore import proofs
+
+    monkeypatch.setattr(proofs, "PROVE", ("q7-stop-idle",))  # the cheapest, to keep it fast
+    results = _proofs("chunk_adapter.adapter:ChunkAdapter", profile="hunt")
+    assert [r.name for r in results] == ["q7-stop-idle / proof", "proofs"]
+    assert results[0].evidence.startswith("proved: verified: 4 traces, complete"), results[0]
+    assert results[1].rules == ("R18", "R20") and "R18 (q7-stop-idle)" in results[1].evidence
 
 
 @pytest.mark.usefixtures("proofs_on")
 def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
-    from chunk_adapter.explore.library import PROVE
-
     results = _proofs("chunk_adapter.adapter:ChunkAdapter")
     names = [r.name for r in results]
     assert names == [f"{n} / proof" for n in PROVE[:3]] + ["proofs"]
@@ -257,17 +267,36 @@ def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
 
 @pytest.mark.usefixtures("proofs_on")
 def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
-    assert _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0) == []
+    results = _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0)
+    assert [(r.name, r.verdict, r.rules) for r in results] == [("proofs", "pass", ())]
+    assert results[0].evidence.endswith(f"not started (no time left): {', '.join(PROVE[:3])}")
 
 
 @pytest.mark.rule("R20", "R18")
 @pytest.mark.usefixtures("proofs_on")
-def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails() -> None:
+def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chunk_adapter.explore import proofs
+
+    monkeypatch.setattr(proofs, "PROVE", ("q7-stop-wakes-save", "q7-stop-idle"))
     results = _proofs("tests.quality.broken_explore:LostWakeup")
     assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
     assert results[0].name == "q7-stop-wakes-save / proof"
     assert results[0].confirmation == "replayed once: failed again"
     assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
+
+
+@pytest.mark.slow  # 10-30 s on the loaded 2-core machine (benchmarks/dpor.py --part 4)
+@pytest.mark.parametrize("name", PROVE)
+def test_each_prove_scenario_proves(name: str) -> None:
+    """Each scenario verify proves (library.PROVE) is proved: every trace, no preemption
+    bound, within the time a proof gets in verify (proofs.PROOF_SECONDS)."""
+    from chunk_adapter.explore.proofs import PROOF_SECONDS
+
+    report = explore(LIBRARY[name], ProofStrategy(), time_budget=PROOF_SECONDS)
+    assert report.ok and report.complete, report.summary()
+    assert report.verdict == f"verified: {report.traces} traces, complete"
 
 
 @pytest.mark.slow
