@@ -27,7 +27,7 @@ from .explorer import Report, explore
 from .library import LIBRARY, PROVE
 from .strategies import ProofStrategy
 
-__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "prove_stage"]
+__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "proof_reserve", "prove_stage"]
 
 PROOF_PROFILES: dict[str, int] = {"hunt": len(PROVE)}
 """How many :data:`PROVE` scenarios each profile's explore stage tries to prove: all of them
@@ -35,6 +35,18 @@ under ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, a
 verdicts are certified by a frozen measurement that ran without proofs)."""
 PROOF_SECONDS = 60.0
 """At most this long per proof; a proof is not started with less than a third of it left."""
+
+
+def proof_reserve(profile: str, left: float, reserve: float) -> float:
+    """Seconds the explore stage keeps for its proofs out of the *left* it has, before its
+    seeded runs start: enough to start each proof (a third of :data:`PROOF_SECONDS`) once
+    the stage's own *reserve* share is set aside, with 10 s for the seeded runs to overrun;
+    at most half the stage."""
+    count = len(PROVE[: PROOF_PROFILES.get(profile, 0)])
+    if not count:
+        return 0.0
+    return min((count * PROOF_SECONDS / 3 + 10.0) / (1 - reserve), left / 2)
+
 
 Judge = Callable[[Report, str, float], CheckResult]
 """The stage's judgement of a failed run: (report, label, wall timeout) -> check."""

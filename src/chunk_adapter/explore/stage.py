@@ -31,7 +31,7 @@ from .controller import Failure
 from .execution import Execution
 from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
-from .proofs import prove_stage
+from .proofs import proof_reserve, prove_stage
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
@@ -74,8 +74,9 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
     plan = [(n, k) for n in VERIFY for k in STRATEGIES if ctx.wants(_label(n, k))]
     took: list[float] = []  # seconds each finished scenario run took
+    keep = proof_reserve(ctx.profile, ctx.left(), RESERVE)  # for the proofs after them (hunt)
     for index, (name, kind) in enumerate(plan):
-        left = ctx.left() * (1 - RESERVE) - 1.0
+        left = (ctx.left() - keep) * (1 - RESERVE) - 1.0
         if left <= 0.5:
             yield _not_started(plan[index:], runs)
             return
