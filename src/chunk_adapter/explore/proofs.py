@@ -106,16 +106,29 @@ def prove_stage(
             "explore", label, rules, "pass", evidence, seconds=report.seconds, coverage=coverage
         )
     if proved or sampled or not_started:
-        only_sampled = sorted(set(sampled) - set(proved))
+        only_sampled = sorted(set(sampled) - set(proved), key=_rule_order)
         yield CheckResult(
             "explore",
             "proofs",
-            tuple(sorted(set(proved) | set(sampled))),  # the same whatever the time allowed
+            tuple(sorted(set(proved) | set(sampled), key=_rule_order)),
             "pass",
             "proved (every trace of a library scenario): "
-            + (", ".join(f"{r} ({', '.join(n)})" for r, n in sorted(proved.items())) or "none")
+            + (
+                ", ".join(
+                    f"{r} ({', '.join(n)})"
+                    for r, n in sorted(proved.items(), key=lambda item: _rule_order(item[0]))
+                )
+                or "none"
+            )
             + "; sampled only (PCT, random, an unfinished proof): "
             + (", ".join(only_sampled) or "none beyond the seeded runs")
             + (f"; not started (no time left): {', '.join(not_started)}" if not_started else ""),
-            coverage=f"{sum(map(len, proved.values()))} proofs",
+            coverage=f"{len({n for names in proved.values() for n in names})} of {len(names)} "
+            "scenarios proved",
         )
+
+
+def _rule_order(rule: str) -> tuple[int, str]:
+    """R6 before R17 (by number; anything else after, by name)."""
+    digits = rule[1:]
+    return (int(digits), rule) if rule[:1] == "R" and digits.isdigit() else (1 << 30, rule)
