@@ -209,7 +209,9 @@ def test_dpor_reaches_the_verdicts_of_dfs_everywhere(adapter: str, name: str) ->
     _same_verdicts(adapter, name)
 
 
-def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]:
+def _proofs(
+    spec: str, profile: str = "ci", seconds: float = 600.0, only: tuple[str, ...] = ()
+) -> list[Any]:
     import time
 
     from chunk_adapter.explore import stage
@@ -218,7 +220,7 @@ def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]
     from chunk_adapter.outcome import StageContext
 
     ctx = StageContext(
-        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds
+        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds, only=only
     )  # fmt: skip
     factory = load_factory(spec)
     control = stage.plan_control(factory, ())
@@ -242,11 +244,11 @@ def test_verify_runs_no_proofs_under_ci() -> None:
     assert _proofs("chunk_adapter.adapter:ChunkAdapter") == []
 
 
-def test_verify_proves_under_hunt(monkeypatch: pytest.MonkeyPatch) -> None:
-    from chunk_adapter.explore import proofs
-
-    monkeypatch.setattr(proofs, "PROVE", ("q7-stop-idle",))  # the cheapest, to keep it fast
-    results = _proofs("chunk_adapter.adapter:ChunkAdapter", profile="hunt")
+def test_verify_proves_under_hunt() -> None:
+    # Only the cheapest proof is asked for (verify(checks=...)), to keep it fast.
+    results = _proofs(
+        "chunk_adapter.adapter:ChunkAdapter", profile="hunt", only=("q7-stop-idle / proof",)
+    )
     assert [r.name for r in results] == ["q7-stop-idle / proof", "proofs"]
     assert results[0].evidence.startswith("proved: verified: 4 traces, complete"), results[0]
     assert results[1].rules == ("R18", "R20") and "R18 (q7-stop-idle)" in results[1].evidence
@@ -263,6 +265,15 @@ def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
         assert r.coverage.startswith("all ") and r.coverage.endswith(" traces"), r
     assert "R18" in results[-1].rules and "R18 (" in results[-1].evidence
     assert _proofs("chunk_adapter.adapter:ChunkAdapter", profile="quick") == []
+
+
+def test_the_stage_plans_its_proofs_under_hunt_only() -> None:
+    from chunk_adapter.explore import stage
+
+    hunt, ci = stage.plan("hunt"), stage.plan("ci")
+    assert hunt[: len(ci)] == ci and not any("proof" in name for name, _ in ci)
+    assert [name for name, _ in hunt[len(ci) :]] == [f"{n} / proof" for n in PROVE] + ["proofs"]
+    assert dict(hunt)["q7-stop-idle / proof"] == ("R18", "R20")
 
 
 def test_hunt_keeps_time_for_its_proofs_and_ci_keeps_none() -> None:

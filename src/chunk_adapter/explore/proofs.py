@@ -27,7 +27,7 @@ from .explorer import Report, explore
 from .library import LIBRARY, PROVE
 from .strategies import ProofStrategy
 
-__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "proof_reserve", "prove_stage"]
+__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "proof_plan", "proof_reserve", "prove_stage"]
 
 PROOF_PROFILES: dict[str, int] = {"hunt": len(PROVE)}
 """How many :data:`PROVE` scenarios each profile's explore stage tries to prove: all of them
@@ -35,6 +35,16 @@ under ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, a
 verdicts are certified by a frozen measurement that ran without proofs)."""
 PROOF_SECONDS = 60.0
 """At most this long per proof; a proof is not started with less than a third of it left."""
+
+
+def proof_plan(
+    profile: str, rules_of: Callable[[str], tuple[str, ...]]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``(check name, rules)`` of the proofs *profile* runs, then the summary (for "not
+    reached" and ``verify(checks=...)``)."""
+    names = PROVE[: PROOF_PROFILES.get(profile, 0)]
+    plan = [(f"{name} / proof", rules_of(LIBRARY[name].question)) for name in names]
+    return [*plan, ("proofs", ())] if plan else []
 
 
 def proof_reserve(profile: str, left: float, reserve: float) -> float:
@@ -61,7 +71,10 @@ def prove_stage(
     reserve: float,
 ) -> Iterator[CheckResult]:
     """One check per :data:`PROVE` scenario that fits the deadline, then the summary."""
-    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
+    every = ctx.wants("proofs")  # the summary needs every proof
+    names = [
+        n for n in PROVE[: PROOF_PROFILES.get(ctx.profile, 0)] if every or ctx.wants(f"{n} / proof")
+    ]
     proved: dict[str, list[str]] = {}
     sampled: dict[str, list[str]] = {}
     not_started: list[str] = []

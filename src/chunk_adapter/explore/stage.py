@@ -31,7 +31,7 @@ from .controller import Failure
 from .execution import Execution
 from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
-from .proofs import proof_reserve, prove_stage
+from .proofs import proof_plan, proof_reserve, prove_stage
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
@@ -54,11 +54,12 @@ def _label(name: str, kind: str) -> str:
 
 def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
     """``(check name, rules)`` of every scenario run this stage plans (for "not reached")."""
-    return [
+    seeded = [
         (_label(name, kind), _scenario_rules(LIBRARY[name].question))
         for name in VERIFY
         for kind in STRATEGIES
     ]
+    return seeded + proof_plan(profile, _scenario_rules)  # proofs: hunt only
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
