@@ -276,15 +276,42 @@ def test_the_stage_plans_its_proofs_under_hunt_only() -> None:
     assert dict(hunt)["q7-stop-idle / proof"] == ("R18", "R20")
 
 
+def _ctx(profile: str, seconds: float, only: tuple[str, ...] = ()) -> Any:
+    import time
+
+    from chunk_adapter.outcome import StageContext
+
+    return StageContext(
+        "chunk_adapter.adapter:ChunkAdapter", profile, 0, seconds, "verify",
+        deadline=time.monotonic() + seconds, only=only,
+    )  # fmt: skip
+
+
 def test_hunt_keeps_time_for_its_proofs_and_ci_keeps_none() -> None:
     from chunk_adapter.explore import stage
     from chunk_adapter.explore.proofs import PROOF_SECONDS, proof_reserve
 
-    assert proof_reserve("ci", 1000.0, stage.RESERVE) == 0.0
-    keep = proof_reserve("hunt", 1000.0, stage.RESERVE)
+    assert proof_reserve(_ctx("ci", 1000.0), stage.RESERVE) == 0.0
+    keep = proof_reserve(_ctx("hunt", 1000.0), stage.RESERVE)
     # What prove_stage sees once the seeded runs used their share: each proof can start.
     assert (keep * (1 - stage.RESERVE) - 1.0) / len(PROVE) >= PROOF_SECONDS / 3
-    assert proof_reserve("hunt", 60.0, stage.RESERVE) == 30.0  # never more than half
+    assert proof_reserve(_ctx("hunt", 60.0), stage.RESERVE) <= 30.0  # never over half
+
+
+@pytest.mark.slow  # the seeded run takes its whole share (about 20 s)
+def test_hunt_proves_even_when_its_seeded_runs_had_no_time() -> None:
+    from chunk_adapter.explore import stage
+    from chunk_adapter.factory import load_factory
+
+    # One seeded run and one proof asked for; 50 s: the proof keeps 25, the run gets
+    # what is left of the other half and is cut (inconclusive), then the proof runs.
+    wanted = ("pipeline/three-stage / pct", "q7-stop-idle / proof")
+    ctx = _ctx("hunt", 50.0, only=wanted)
+    results = list(stage.run_stage(load_factory(ctx.adapter_spec), ctx))
+    names = [r.name for r in results]
+    assert names == [*wanted, "proofs"], [(r.name, r.evidence) for r in results]
+    assert results[0].verdict == "inconclusive" and "(time budget)" in results[0].coverage
+    assert results[1].verdict == "pass" and results[1].evidence.startswith("proved: verified")
 
 
 @pytest.mark.usefixtures("proofs_on")

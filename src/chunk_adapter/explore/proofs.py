@@ -47,15 +47,22 @@ def proof_plan(
     return [*plan, ("proofs", ())] if plan else []
 
 
-def proof_reserve(profile: str, left: float, reserve: float) -> float:
-    """Seconds the explore stage keeps for its proofs out of the *left* it has, before its
+def proof_reserve(ctx: StageContext, reserve: float) -> float:
+    """Seconds the explore stage keeps for its proofs out of what it has left, before its
     seeded runs start: enough to start each proof (a third of :data:`PROOF_SECONDS`) once
     the stage's own *reserve* share is set aside, with 10 s for the seeded runs to overrun;
     at most half the stage."""
-    count = len(PROVE[: PROOF_PROFILES.get(profile, 0)])
+    count = len(_wanted(ctx))
     if not count:
         return 0.0
-    return min((count * PROOF_SECONDS / 3 + 10.0) / (1 - reserve), left / 2)
+    return min((count * PROOF_SECONDS / 3 + 10.0) / (1 - reserve), ctx.left() / 2)
+
+
+def _wanted(ctx: StageContext) -> list[str]:
+    """The :data:`PROVE` scenarios this stage proves: by profile, and those asked for."""
+    every = ctx.wants("proofs")  # the summary needs every proof
+    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
+    return [n for n in names if every or ctx.wants(f"{n} / proof")]
 
 
 Judge = Callable[[Report, str, float], CheckResult]
@@ -71,10 +78,7 @@ def prove_stage(
     reserve: float,
 ) -> Iterator[CheckResult]:
     """One check per :data:`PROVE` scenario that fits the deadline, then the summary."""
-    every = ctx.wants("proofs")  # the summary needs every proof
-    names = [
-        n for n in PROVE[: PROOF_PROFILES.get(ctx.profile, 0)] if every or ctx.wants(f"{n} / proof")
-    ]
+    names = _wanted(ctx)
     proved: dict[str, list[str]] = {}
     sampled: dict[str, list[str]] = {}
     not_started: list[str] = []

@@ -75,12 +75,12 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
     plan = [(n, k) for n in VERIFY for k in STRATEGIES if ctx.wants(_label(n, k))]
     took: list[float] = []  # seconds each finished scenario run took
-    keep = proof_reserve(ctx.profile, ctx.left(), RESERVE)  # for the proofs after them (hunt)
+    keep = proof_reserve(ctx, RESERVE)  # for the proofs after them (hunt)
     for index, (name, kind) in enumerate(plan):
         left = (ctx.left() - keep) * (1 - RESERVE) - 1.0
         if left <= 0.5:
             yield _not_started(plan[index:], runs)
-            return
+            break  # to the proofs, if time was kept for them
         strategy = _strategy(kind, ctx.seed, runs)
         label = _label(name, kind)
         ctx.announce(label)
