@@ -398,10 +398,12 @@ def _agree_with_dfs_and_sampling(adapter: str, name: str, budget: float) -> None
     dpor = explore(scenario, DporStrategy(), factory=factory, time_budget=3 * budget)
     if dfs.failure is not None:
         assert set(verdict(dpor)) & set(verdict(dfs)), (dfs.describe_failure(), dpor.summary())
-    elif dfs.complete:
-        # DFS saw every schedule with at most two preemptions: DPOR finishes too, or
-        # (no preemption bound) finds more, on a broken adapter only.
-        assert dpor.complete or dpor.failure is not None, (dfs.summary(), dpor.summary())
+    elif dfs.complete and not dpor.complete and dpor.failure is None:
+        # DFS saw every schedule with at most two preemptions and found nothing; DPOR
+        # (no preemption bound) may need more executions than that: on WaitNotInLoop x
+        # q7-stop-event-driven 9 344 against DFS's 4 893, past its 3x budget. Cut, it
+        # has no verdict to compare (its complete runs are checked below).
+        pytest.skip(f"DPOR cut by its budget where DFS completed: {dpor.summary()}")
     if dpor.failure is not None:
         assert adapter != "reference", dpor.describe_failure()
     elif dpor.complete:
