@@ -10,10 +10,14 @@ on the scenario that exposes it: the execution and the seconds at which PCT
 (seed 0), random (seed 0), DFS (bound 2) and DPOR first fail, or "-" when the
 budget ran out first. Part 3: executions per second of the controlled runtime
 on one scenario under random schedules (the same run, every strategy's cost).
+Part 4: each scenario of ``library.PROVE`` under ``ProofStrategy()`` (no
+preemption bound) on the reference adapter: executions, traces, seconds and
+whether the proof completed within ``--budget``.
 
     python benchmarks/dpor.py                       # 60 s per run
     python benchmarks/dpor.py --budget 20 --only q7-stop-idle
     python benchmarks/dpor.py --part 2
+    python benchmarks/dpor.py --part 4              # the proofs verify's hunt profile runs
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from chunk_adapter.explore import (
     DfsStrategy,
     DporStrategy,
     PctStrategy,
+    ProofStrategy,
     RandomStrategy,
     Report,
     Strategy,
@@ -93,12 +98,26 @@ def part3(runs: int) -> None:
         print(f"{name}: {report.per_second:.0f} executions/s (random, {runs} executions)")
 
 
+def part4(budget: float) -> None:
+    from chunk_adapter.explore.library import PROVE
+
+    print("| scenario (`library.PROVE`) | executions | traces | seconds | verdict |")
+    print("|---|---|---|---|---|")
+    for name in PROVE:
+        report = explore(LIBRARY[name], ProofStrategy(), time_budget=budget)
+        print(
+            f"| `{name}` | {report.executions} | {report.traces} | {report.seconds:.1f} | "
+            f"{report.verdict} |",
+            flush=True,
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--only", default=None, help="one library scenario (part 1)")
     parser.add_argument("--pipelines", action="store_true", help="part 1: pipelines too")
-    parser.add_argument("--part", type=int, choices=(1, 2, 3), default=None)
+    parser.add_argument("--part", type=int, choices=(1, 2, 3, 4), default=None)
     parser.add_argument("--runs", type=int, default=300, help="part 3: executions")
     args = parser.parse_args()
     if args.part in (None, 1):
@@ -107,6 +126,8 @@ def main() -> int:
         part2(args.budget)
     if args.part in (None, 3):
         part3(args.runs)
+    if args.part in (None, 4):
+        part4(args.budget)
     return 0
 
 

@@ -26,6 +26,7 @@ from chunk_adapter.explore import (
     explore,
     replay,
 )
+from chunk_adapter.explore.library import PROVE
 from chunk_adapter.explore.primitives import ControlledRuntime
 from tests.explore._programs import every_execution
 
@@ -208,7 +209,9 @@ def test_dpor_reaches_the_verdicts_of_dfs_everywhere(adapter: str, name: str) ->
     _same_verdicts(adapter, name)
 
 
-def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]:
+def _proofs(
+    spec: str, profile: str = "ci", seconds: float = 600.0, only: tuple[str, ...] = ()
+) -> list[Any]:
     import time
 
     from chunk_adapter.explore import stage
@@ -217,7 +220,7 @@ def _proofs(spec: str, profile: str = "ci", seconds: float = 600.0) -> list[Any]
     from chunk_adapter.outcome import StageContext
 
     ctx = StageContext(
-        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds
+        spec, profile, 0, seconds, "verify", deadline=time.monotonic() + seconds, only=only
     )  # fmt: skip
     factory = load_factory(spec)
     control = stage.plan_control(factory, ())
@@ -236,14 +239,23 @@ def proofs_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(proofs, "PROOF_PROFILES", {"ci": 3})
 
 
-def test_verify_runs_no_proofs_until_they_are_switched_on() -> None:
+def test_verify_runs_no_proofs_under_ci() -> None:
+    # The ci verdicts are certified by a measurement made without proofs (quick: below).
     assert _proofs("chunk_adapter.adapter:ChunkAdapter") == []
+
+
+def test_verify_proves_under_hunt() -> None:
+    # Only the cheapest proof is asked for (verify(checks=...)), to keep it fast.
+    results = _proofs(
+        "chunk_adapter.adapter:ChunkAdapter", profile="hunt", only=("q7-stop-idle / proof",)
+    )
+    assert [r.name for r in results] == ["q7-stop-idle / proof", "proofs"]
+    assert results[0].evidence.startswith("proved: verified: 4 traces, complete"), results[0]
+    assert results[1].rules == ("R18", "R20") and "R18 (q7-stop-idle)" in results[1].evidence
 
 
 @pytest.mark.usefixtures("proofs_on")
 def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
-    from chunk_adapter.explore.library import PROVE
-
     results = _proofs("chunk_adapter.adapter:ChunkAdapter")
     names = [r.name for r in results]
     assert names == [f"{n} / proof" for n in PROVE[:3]] + ["proofs"]
@@ -255,19 +267,93 @@ def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
     assert _proofs("chunk_adapter.adapter:ChunkAdapter", profile="quick") == []
 
 
+def test_the_stage_plans_its_proofs_under_hunt_only() -> None:
+    from chunk_adapter.explore import stage
+
+    hunt, ci = stage.plan("hunt"), stage.plan("ci")
+    assert hunt[: len(ci)] == ci and not any("proof" in name for name, _ in ci)
+    assert [name for name, _ in hunt[len(ci) :]] == [f"{n} / proof" for n in PROVE] + ["proofs"]
+    assert dict(hunt)["q7-stop-idle / proof"] == ("R18", "R20")
+
+
+def _ctx(profile: str, seconds: float, only: tuple[str, ...] = ()) -> Any:
+    import time
+
+    from chunk_adapter.outcome import StageContext
+
+    return StageContext(
+        "chunk_adapter.adapter:ChunkAdapter", profile, 0, seconds, "verify",
+        deadline=time.monotonic() + seconds, only=only,
+    )  # fmt: skip
+
+
+def test_hunt_keeps_time_for_its_proofs_and_ci_keeps_none() -> None:
+    from chunk_adapter.explore import stage
+    from chunk_adapter.explore.proofs import PROOF_SECONDS, proof_reserve
+
+    assert proof_reserve(_ctx("ci", 1000.0), stage.RESERVE) == 0.0
+    keep = proof_reserve(_ctx("hunt", 1000.0), stage.RESERVE)
+    # What prove_stage sees once the seeded runs used their share: each proof can start.
+    assert (keep * (1 - stage.RESERVE) - 1.0) / len(PROVE) >= PROOF_SECONDS / 3
+    assert proof_reserve(_ctx("hunt", 60.0), stage.RESERVE) <= 30.0  # never over half
+
+
+@pytest.mark.slow  # the seeded run takes its whole share (about 20 s)
+def test_hunt_proves_even_when_its_seeded_runs_had_no_time() -> None:
+    from chunk_adapter.explore import stage
+    from chunk_adapter.factory import load_factory
+
+    # One seeded run and one proof asked for; 50 s: the proof keeps 25, the run gets
+    # what is left of the other half and is cut (inconclusive), then the proof runs.
+    wanted = ("pipeline/three-stage / pct", "q7-stop-idle / proof")
+    ctx = _ctx("hunt", 50.0, only=wanted)
+    results = list(stage.run_stage(load_factory(ctx.adapter_spec), ctx))
+    names = [r.name for r in results]
+    assert names == [*wanted, "proofs"], [(r.name, r.evidence) for r in results]
+    assert results[0].verdict == "inconclusive" and "(time budget)" in results[0].coverage
+    assert results[1].verdict == "pass" and results[1].evidence.startswith("proved: verified")
+
+
 @pytest.mark.usefixtures("proofs_on")
 def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
-    assert _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0) == []
+    results = _proofs("chunk_adapter.adapter:ChunkAdapter", seconds=10.0)
+    assert [(r.name, r.verdict, r.rules) for r in results] == [("proofs", "pass", ())]
+    assert results[0].evidence.endswith(f"not started (no time left): {', '.join(PROVE[:3])}")
 
 
 @pytest.mark.rule("R20", "R18")
 @pytest.mark.usefixtures("proofs_on")
-def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails() -> None:
+def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chunk_adapter.explore import proofs
+
+    monkeypatch.setattr(proofs, "PROVE", ("q7-stop-wakes-save", "q7-stop-idle"))
     results = _proofs("tests.quality.broken_explore:LostWakeup")
     assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
     assert results[0].name == "q7-stop-wakes-save / proof"
     assert results[0].confirmation == "replayed once: failed again"
     assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
+
+
+PROOF_EXECUTIONS = 600
+"""What a PROVE scenario may need to be proved: at the 10 executions/s of a loaded 2-core
+machine, 60 s (proofs.PROOF_SECONDS). The most now: q3-build-failure, 360."""
+
+
+@pytest.mark.slow  # 10-60 s on the loaded 2-core machine (benchmarks/dpor.py --part 4)
+@pytest.mark.parametrize("name", PROVE)
+def test_each_prove_scenario_proves(name: str) -> None:
+    """Each scenario verify proves (library.PROVE) is proved: every trace, no preemption
+    bound, in few enough executions to fit the time a proof gets in verify. Executions,
+    not seconds, are the bound (the same on every machine); the time budget is 5x the
+    proof's, only to stop a runaway."""
+    from chunk_adapter.explore.proofs import PROOF_SECONDS
+
+    strategy = ProofStrategy(max_executions=PROOF_EXECUTIONS)
+    report = explore(LIBRARY[name], strategy, time_budget=5 * PROOF_SECONDS)
+    assert report.ok and report.complete, report.summary()
+    assert report.verdict == f"verified: {report.traces} traces, complete"
 
 
 @pytest.mark.slow
@@ -312,10 +398,12 @@ def _agree_with_dfs_and_sampling(adapter: str, name: str, budget: float) -> None
     dpor = explore(scenario, DporStrategy(), factory=factory, time_budget=3 * budget)
     if dfs.failure is not None:
         assert set(verdict(dpor)) & set(verdict(dfs)), (dfs.describe_failure(), dpor.summary())
-    elif dfs.complete:
-        # DFS saw every schedule with at most two preemptions: DPOR finishes too, or
-        # (no preemption bound) finds more, on a broken adapter only.
-        assert dpor.complete or dpor.failure is not None, (dfs.summary(), dpor.summary())
+    elif dfs.complete and not dpor.complete and dpor.failure is None:
+        # DFS saw every schedule with at most two preemptions and found nothing; DPOR
+        # (no preemption bound) may need more executions than that: on WaitNotInLoop x
+        # q7-stop-event-driven 9 344 against DFS's 4 893, past its 3x budget. Cut, it
+        # has no verdict to compare (its complete runs are checked below).
+        pytest.skip(f"DPOR cut by its budget where DFS completed: {dpor.summary()}")
     if dpor.failure is not None:
         assert adapter != "reference", dpor.describe_failure()
     elif dpor.complete:

@@ -12,7 +12,9 @@ enough time. Each proof is one check:
 * a counterexample goes through the stage's own judgement: replayed once on a
   fresh adapter, ``fail`` only if it fails again the same way.
 
-A last check, ``proofs``, says which rules were proved and which only sampled.
+A last check, ``proofs``, says which rules were proved and which only sampled (and
+which proofs found no time to start). Proofs run under the ``hunt`` profile only
+(:data:`PROOF_PROFILES`).
 """
 
 from __future__ import annotations
@@ -25,15 +27,43 @@ from .explorer import Report, explore
 from .library import LIBRARY, PROVE
 from .strategies import ProofStrategy
 
-__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "prove_stage"]
+__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "proof_plan", "proof_reserve", "prove_stage"]
 
-PROOF_PROFILES: dict[str, int] = {}
-"""How many :data:`PROVE` scenarios each profile's explore stage tries to prove. Empty for
-now: DPOR's one known unsound case (docs/explorer.md, "The TwoSaveThreads hole") is fixed
-but not yet reviewed, and a check must not say "proved" before it is. Then:
-``{"ci": 3, "hunt": len(PROVE)}``."""
+PROOF_PROFILES: dict[str, int] = {"hunt": len(PROVE)}
+"""How many :data:`PROVE` scenarios each profile's explore stage tries to prove: all of them
+under ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, and the ``ci``
+verdicts are certified by a frozen measurement that ran without proofs)."""
 PROOF_SECONDS = 60.0
 """At most this long per proof; a proof is not started with less than a third of it left."""
+
+
+def proof_plan(
+    profile: str, rules_of: Callable[[str], tuple[str, ...]]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``(check name, rules)`` of the proofs *profile* runs, then the summary (for "not
+    reached" and ``verify(checks=...)``)."""
+    names = PROVE[: PROOF_PROFILES.get(profile, 0)]
+    plan = [(f"{name} / proof", rules_of(LIBRARY[name].question)) for name in names]
+    return [*plan, ("proofs", ())] if plan else []
+
+
+def proof_reserve(ctx: StageContext, reserve: float) -> float:
+    """Seconds the explore stage keeps for its proofs out of what it has left, before its
+    seeded runs start: enough to start each proof (a third of :data:`PROOF_SECONDS`) once
+    the stage's own *reserve* share is set aside, with 10 s for the seeded runs to overrun;
+    at most half the stage."""
+    count = len(_wanted(ctx))
+    if not count:
+        return 0.0
+    return min((count * PROOF_SECONDS / 3 + 10.0) / (1 - reserve), ctx.left() / 2)
+
+
+def _wanted(ctx: StageContext) -> list[str]:
+    """The :data:`PROVE` scenarios this stage proves: by profile, and those asked for."""
+    every = ctx.wants("proofs")  # the summary needs every proof
+    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
+    return [n for n in names if every or ctx.wants(f"{n} / proof")]
+
 
 Judge = Callable[[Report, str, float], CheckResult]
 """The stage's judgement of a failed run: (report, label, wall timeout) -> check."""
@@ -48,13 +78,15 @@ def prove_stage(
     reserve: float,
 ) -> Iterator[CheckResult]:
     """One check per :data:`PROVE` scenario that fits the deadline, then the summary."""
-    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
+    names = _wanted(ctx)
     proved: dict[str, list[str]] = {}
     sampled: dict[str, list[str]] = {}
+    not_started: list[str] = []
     for index, name in enumerate(names):
         left = ctx.left() * (1 - reserve) - 1.0
         budget = min(PROOF_SECONDS, left / (len(names) - index))
         if budget < PROOF_SECONDS / 3:
+            not_started = list(names[index:])
             break
         scenario = LIBRARY[name]
         label = f"{name} / proof"
@@ -90,16 +122,30 @@ def prove_stage(
         yield CheckResult(
             "explore", label, rules, "pass", evidence, seconds=report.seconds, coverage=coverage
         )
-    if proved or sampled:
-        only_sampled = sorted(set(sampled) - set(proved))
+    if proved or sampled or not_started:
+        only_sampled = sorted(set(sampled) - set(proved), key=_rule_order)
         yield CheckResult(
             "explore",
             "proofs",
-            tuple(sorted(set(proved) | set(sampled))),  # the same whatever the time allowed
+            tuple(sorted(set(proved) | set(sampled), key=_rule_order)),
             "pass",
             "proved (every trace of a library scenario): "
-            + (", ".join(f"{r} ({', '.join(n)})" for r, n in sorted(proved.items())) or "none")
+            + (
+                ", ".join(
+                    f"{r} ({', '.join(n)})"
+                    for r, n in sorted(proved.items(), key=lambda item: _rule_order(item[0]))
+                )
+                or "none"
+            )
             + "; sampled only (PCT, random, an unfinished proof): "
-            + (", ".join(only_sampled) or "none beyond the seeded runs"),
-            coverage=f"{sum(map(len, proved.values()))} proofs",
+            + (", ".join(only_sampled) or "none beyond the seeded runs")
+            + (f"; not started (no time left): {', '.join(not_started)}" if not_started else ""),
+            coverage=f"{len({n for names in proved.values() for n in names})} of {len(names)} "
+            "scenarios proved",
         )
+
+
+def _rule_order(rule: str) -> tuple[int, str]:
+    """R6 before R17 (by number; anything else after, by name)."""
+    digits = rule[1:]
+    return (int(digits), rule) if rule[:1] == "R" and digits.isdigit() else (1 << 30, rule)

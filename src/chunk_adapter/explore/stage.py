@@ -31,7 +31,7 @@ from .controller import Failure
 from .execution import Execution
 from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
-from .proofs import prove_stage
+from .proofs import proof_plan, proof_reserve, prove_stage
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
@@ -54,11 +54,12 @@ def _label(name: str, kind: str) -> str:
 
 def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
     """``(check name, rules)`` of every scenario run this stage plans (for "not reached")."""
-    return [
+    seeded = [
         (_label(name, kind), _scenario_rules(LIBRARY[name].question))
         for name in VERIFY
         for kind in STRATEGIES
     ]
+    return seeded + proof_plan(profile, _scenario_rules)  # proofs: hunt only
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -74,11 +75,12 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
     plan = [(n, k) for n in VERIFY for k in STRATEGIES if ctx.wants(_label(n, k))]
     took: list[float] = []  # seconds each finished scenario run took
+    keep = proof_reserve(ctx, RESERVE)  # for the proofs after them (hunt)
     for index, (name, kind) in enumerate(plan):
-        left = ctx.left() * (1 - RESERVE) - 1.0
+        left = (ctx.left() - keep) * (1 - RESERVE) - 1.0
         if left <= 0.5:
             yield _not_started(plan[index:], runs)
-            return
+            break  # to the proofs, if time was kept for them
         strategy = _strategy(kind, ctx.seed, runs)
         label = _label(name, kind)
         ctx.announce(label)
