@@ -42,8 +42,9 @@ def proof_plan(
 ) -> list[tuple[str, tuple[str, ...]]]:
     """``(check name, rules)`` of the proofs *profile* runs, then the summary (for "not
     reached" and ``verify(checks=...)``)."""
-    names = PROVE[: PROOF_PROFILES.get(profile, 0)]
-    plan = [(f"{name} / proof", rules_of(LIBRARY[name].question)) for name in names]
+    plan = [
+        (f"{name} / proof", rules_of(LIBRARY[name].question)) for name in _profile_proofs(profile)
+    ]
     return [*plan, ("proofs", ())] if plan else []
 
 
@@ -61,8 +62,12 @@ def proof_reserve(ctx: StageContext, reserve: float) -> float:
 def _wanted(ctx: StageContext) -> list[str]:
     """The :data:`PROVE` scenarios this stage proves: by profile, and those asked for."""
     every = ctx.wants("proofs")  # the summary needs every proof
-    names = PROVE[: PROOF_PROFILES.get(ctx.profile, 0)]
-    return [n for n in names if every or ctx.wants(f"{n} / proof")]
+    return [n for n in _profile_proofs(ctx.profile) if every or ctx.wants(f"{n} / proof")]
+
+
+def _profile_proofs(profile: str) -> tuple[str, ...]:
+    """The :data:`PROVE` scenarios *profile* proves (:data:`PROOF_PROFILES`)."""
+    return PROVE[: PROOF_PROFILES.get(profile, 0)]
 
 
 Judge = Callable[[Report, str, float], CheckResult]
