@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..factory import reference_factory, takes_keyword
+from ..factory import loaded, reference_factory, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -31,6 +31,7 @@ from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
 from .schedule import encode
+from .tasks import FactoryFailed
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
@@ -75,6 +76,9 @@ class Setup:
     """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
     memo: dict[Any, Any] = field(default_factory=dict)
     """What executions of this run ask of the factory's signature, asked once."""
+
+    def __post_init__(self) -> None:
+        self.factory = loaded(self.factory)  # optional keywords it refuses are left out
 
     def takes(self, name: str) -> bool:
         """``takes_keyword`` of the factory, remembered (``inspect.signature`` is slow)."""
@@ -197,13 +201,16 @@ def run_once(
                 kwargs["runtime"] = runtime
             if "logger" not in kwargs and setup.takes("logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
-            adapter = setup.factory(
-                connector,
-                stage_id=m.stage_id,
-                src_stage_id=m.src_stage_id,
-                build_payload=ExplorerBuilder(builders[m.role], ctl),
-                **kwargs,
-            )
+            try:
+                adapter = setup.factory(
+                    connector,
+                    stage_id=m.stage_id,
+                    src_stage_id=m.src_stage_id,
+                    build_payload=ExplorerBuilder(builders[m.role], ctl),
+                    **kwargs,
+                )
+            except Exception as exc:
+                raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(layout) == 1 else f"{m.role}.")
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
@@ -317,11 +324,21 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
             seen, last_change = ctl.progress, ctl.now
 
 
+def _factory_failed(factory: Any, member: Any, kwargs: dict[str, Any], exc: Exception) -> str:
+    keywords = ", ".join(["stage_id", "src_stage_id", "build_payload", *sorted(kwargs)])
+    return (
+        f"the factory {factory!r} raised {exc!r} when the explorer built the {member.role} "
+        f"(stage_id={member.stage_id}) with keywords {keywords}: the adapter was never "
+        "driven. Let the factory take (or ignore, with **kwargs) the optional keywords "
+        "it is given"
+    )
+
+
 def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | None:
     """The put tries the adapter runs with: the option, else the factory's default."""
     if "put_tries" in options:
         return int(options["put_tries"])
-    if factory is reference_factory:
+    if inspect.unwrap(factory) is reference_factory:
         from ..adapter import ChunkAdapter
 
         factory = ChunkAdapter
