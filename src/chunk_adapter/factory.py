@@ -35,7 +35,9 @@ __all__ = [
     "accepted_options",
     "accepts_runtime",
     "load_factory",
+    "loaded",
     "reference_factory",
+    "refused_keywords",
     "takes_keyword",
 ]
 
@@ -181,7 +183,7 @@ def _unexpected_keyword(exc: TypeError) -> str | None:
     return found.group(1) if found else None
 
 
-def _rejected(factory: Callable[..., Any]) -> set[str]:
+def refused_keywords(factory: Callable[..., Any]) -> set[str]:
     """The keywords a :class:`LoadedFactory` anywhere in *factory*'s ``__wrapped__``
     chain has found it does not take."""
     out: set[str] = set()
@@ -217,7 +219,7 @@ def takes_keyword(factory: Callable[..., Any], name: str) -> bool:
     The one answer to "does the factory accept this keyword" for every driver.
     """
     params = _parameters(factory)
-    if params is None or name in _rejected(factory):
+    if params is None or name in refused_keywords(factory):
         return False
     return name in params or _takes_any(params)
 
@@ -228,7 +230,7 @@ def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> di
     params = _parameters(factory)
     if params is None:
         return {}
-    rejected = _rejected(factory)
+    rejected = refused_keywords(factory)
     if _takes_any(params):
         return {k: v for k, v in options.items() if k not in rejected}
     return {k: v for k, v in options.items() if k in params}

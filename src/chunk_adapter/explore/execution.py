@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..factory import loaded, reference_factory, takes_keyword
+from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -85,7 +85,8 @@ class Setup:
         key = ("takes", name)
         if key not in self.memo:
             self.memo[key] = takes_keyword(self.factory, name)
-        return bool(self.memo[key])
+        # what the signature says, remembered; what a build refused, asked each time
+        return bool(self.memo[key]) and name not in refused_keywords(self.factory)
 
     def put_tries(self, options: dict[str, Any]) -> int | None:
         """:func:`_put_tries` of the factory with *options*, remembered."""
@@ -246,7 +247,8 @@ def run_once(
         failures=list(ctl.failures),
         cut=quiescent_at[0],
         options=options,
-        put_tries=setup.put_tries(options),
+        # the options the adapter was built with: a refused put_tries= was left out
+        put_tries=setup.put_tries({k: v for k, v in options.items() if setup.takes(k)}),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
         build_roles=build_roles,
         mode=setup.control.mode if setup.control else "white-box",
