@@ -162,9 +162,8 @@ class StreamBridge:
         for rid, reg, cid in todo:
             if self._stopped.is_set():
                 return
-            with self._mu:  # still this registration, at this id? (a cleanup may have come)
-                if self._regs.get(rid) is not reg or reg.next_id != cid:
-                    continue
+            if not self._still_current(rid, reg, cid):
+                continue
             try:
                 got = self._conn.get(f"{rid}_{self._src}_{cid}")
             except Exception:
@@ -182,6 +181,12 @@ class StreamBridge:
                 progress = True
         if not progress:
             time.sleep(0.001)
+
+    def _still_current(self, rid: str, reg: _Reg, cid: int) -> bool:
+        """Still this registration, at this id? (A cleanup and a new load may have come
+        since the round began: its get would take the new registration's chunk.)"""
+        with self._mu:
+            return self._regs.get(rid) is reg and reg.next_id == cid
 
     def stop(self) -> None:
         self._stopped.set()
