@@ -21,7 +21,7 @@ ADAPTER_HELP = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .verify.runner import PROFILES
+    from .profiles import DEFAULT, PROFILES
     from .verify.stages import stage_names
 
     parser = argparse.ArgumentParser(
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--adapter", default=REFERENCE, help=ADAPTER_HELP)
     check.add_argument(
         "--profile",
-        default="ci",
+        default=DEFAULT,
         choices=sorted(PROFILES),
         help="quick: pre-commit; ci: a reproducible gate (default); hunt: long regression hunt",
     )

@@ -28,10 +28,11 @@ import re
 
 import pytest
 
+from .profiles import PROFILES
 from .pytest_plugin import SUITE, chunk_profile_of, mark_inconclusive
 from .verify.report import VerifyReport
 from .verify.result import CheckResult
-from .verify.runner import PROFILES, verify
+from .verify.runner import verify
 from .verify.stages import STAGES, Stage
 
 __all__ = ["STAGE_FLOOR", "CheckViolation", "check_id", "pytest_generate_tests", "test_check"]
@@ -102,7 +103,7 @@ def _stage_report(
             spec,
             profile=profile,
             max_seconds=max_seconds
-            or max(STAGE_FLOOR, PROFILES[profile] * min(chosen.share, 0.45)),
+            or max(STAGE_FLOOR, PROFILES[profile].budget * min(chosen.share, 0.45)),
             seed=seed,
             stages=[stage],
             checks=() if everything else sorted(selected),

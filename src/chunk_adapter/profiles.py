@@ -1,20 +1,22 @@
 """The profiles, in one table: how much every part of the suite does under each name.
 
-=========  ======  ========  =====  ========  ========  ==================================
-profile    budget  examples  steps  liveness  explorer  use
-=========  ======  ========  =====  ========  ========  ==================================
-quick      120 s   100       30     5 s       25        pre-commit, derandomized
-ci         240 s   150       40     10 s      60        default: a CI gate, derandomized
-hunt       1800 s  1000      60     10 s      2000      regression hunting: random seeds
-=========  ======  ========  =====  ========  ========  ==================================
+=========  ======  ========  =====  ========  ========  ======  ==================================
+profile    budget  examples  steps  liveness  explorer  stress  use
+=========  ======  ========  =====  ========  ========  ======  ==================================
+quick      120 s   100       30     5 s       25        short   pre-commit, derandomized
+ci         240 s   150       40     10 s      60        all     default: a CI gate, derandomized
+hunt       1800 s  1000      60     10 s      2000      all     regression hunting: random seeds
+=========  ======  ========  =====  ========  ========  ======  ==================================
 
 "budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
 bound on any single wait (a wait that runs out is a liveness violation);
-"explorer" the executions per library scenario and strategy. The state
+"explorer" the executions per library scenario and strategy; "stress" whether
+the stress stage runs every scenario or one of each kind. The state
 machines run under ``CHUNK_ADAPTER_PROFILE`` when no profile is named; ``ci``
-everywhere by default. ``dev`` and ``thorough`` are accepted as older names of
-``quick`` and ``hunt``.
+(:data:`DEFAULT`) everywhere by default. This is the one table: ``verify``'s
+budgets, the explorer's run counts and the stress plan are read from it.
+``dev`` and ``thorough`` are accepted as older names of ``quick`` and ``hunt``.
 
 ``quick`` and ``ci`` are derandomized, so a run is the same every time;
 ``hunt`` explores new sequences each run and saves failures in Hypothesis's
@@ -52,19 +54,32 @@ ALIASES = {"dev": "quick", "thorough": "hunt"}
 
 @dataclass(frozen=True)
 class Profile:
+    """One row of the table (module doc)."""
+
     name: str
     max_examples: int
     step_count: int
     liveness_timeout: float
     derandomize: bool
     budget: float
+    """``chunk-adapter verify``'s default ``--max-seconds``."""
     explore_runs: int
+    """Executions per explorer scenario and strategy: a count, not a time, so the same
+    input gets the same verdict (time only cuts a run short, and that is reported)."""
+    stress_all: bool = True
+    """Every stress scenario; ``False``: one representative of each kind."""
+
+    @property
+    def keeps_examples(self) -> bool:
+        """Whether Hypothesis keeps failing examples in its database (only when not
+        derandomized): the other profiles leave the user's tree alone."""
+        return not self.derandomize
 
 
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25),
+        Profile("quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25, stress_all=False),
         Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
         Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000),
     )

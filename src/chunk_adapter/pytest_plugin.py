@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from .factory import REFERENCE, AdapterFactory, load_factory
+from .profiles import DEFAULT, ENV
 
 __all__ = [
     "ADAPTER_HELP",
@@ -128,8 +129,8 @@ def chunk_profile_of(config: pytest.Config) -> str:
     return str(
         config.getoption("--chunk-profile")
         or config.getini("chunk_profile")
-        or os.environ.get("CHUNK_ADAPTER_PROFILE")
-        or "ci"
+        or os.environ.get(ENV, "").strip()
+        or DEFAULT
     )
 
 

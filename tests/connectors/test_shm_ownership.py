@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chunk_adapter.connectors import shm as shm_module
+from chunk_adapter.connectors import _shm_values as shm_values
 from chunk_adapter.connectors.shm import KeyOccupied, SharedMemoryConnector
 from chunk_adapter.errors import ConnectorError
 from tests.connectors._shm import linux_only
@@ -68,13 +68,13 @@ def test_a_put_racing_close_leaves_nothing_behind(
 ) -> None:
     """close() from another thread while a put fills its segment: that segment goes too."""
     conn = SharedMemoryConnector(shm_namespace)
-    real_reserve = shm_module.reserve
+    real_reserve = shm_values.reserve  # the put fills its segment there
 
     def close_meanwhile(segment: Any, size: int) -> None:
         conn.close()  # what another thread's close() does at this moment
         real_reserve(segment, size)
 
-    monkeypatch.setattr(shm_module, "reserve", close_meanwhile)
+    monkeypatch.setattr(shm_values, "reserve", close_meanwhile)
     with pytest.raises(ConnectorError, match="closed meanwhile"):
         conn.put("k", {"data": 1, "finished": True})
     assert conn.segments() == []

@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from chunk_adapter.explore.stage import EXPLORE_RUNS, run_stage  # noqa: E402
+from chunk_adapter.explore.stage import run_stage  # noqa: E402
 from chunk_adapter.factory import load_factory  # noqa: E402
 from chunk_adapter.outcome import CheckResult, StageContext  # noqa: E402
+from chunk_adapter.profiles import PROFILES  # noqa: E402
 from chunk_adapter.verify.replay import replay_string  # noqa: E402
 
 
@@ -117,9 +118,10 @@ def test_the_deadline_is_kept_and_what_did_not_run_is_said() -> None:
     assert results[-1].verdict == "inconclusive" and results[-1].name == "scenarios not run"
     assert results[-1].coverage.startswith("0 of ")
     assert "--max-seconds" in results[-1].evidence
+    runs = PROFILES["ci"].explore_runs
     for r in results:
         if r.verdict == "pass":
-            assert r.coverage == f"{EXPLORE_RUNS['ci']} of {EXPLORE_RUNS['ci']} executions", r
+            assert r.coverage == f"{runs} of {runs} executions", r
         elif r.name != "scenarios not run":
             assert r.coverage.endswith("executions (time budget)"), r
 
@@ -127,6 +129,6 @@ def test_the_deadline_is_kept_and_what_did_not_run_is_said() -> None:
 def test_the_reference_adapter_passes_every_scenario_run() -> None:
     results = stage("chunk_adapter.adapter:ChunkAdapter")
     assert verdicts(results) == {"pass"}, [(r.name, r.verdict, r.evidence) for r in results]
-    runs = EXPLORE_RUNS["quick"]
+    runs = PROFILES["quick"].explore_runs
     assert all(r.coverage == f"{runs} of {runs} executions" for r in results)
     assert all("white-box" in r.evidence for r in results)

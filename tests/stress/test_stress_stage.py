@@ -23,7 +23,7 @@ from chunk_adapter.outcome import CheckResult, StageContext
 from chunk_adapter.stress import StressReport, scenarios
 from chunk_adapter.stress.report import ORACLE, ROOT
 from chunk_adapter.stress.rig import Pipeline, make_adapter, setting
-from chunk_adapter.stress.scheduler import Scheduler
+from chunk_adapter.stress.scheduler import SchedulerLoop
 from chunk_adapter.stress.stage import run_stage
 from tests.stateful import pipeline_adapters as pa
 
@@ -127,7 +127,7 @@ def test_the_pipeline_routes_calls_adds_up_stats_and_reads_settings() -> None:
     try:
         pipe.load_async("r")
         pipe.save_async("r", "a", True)
-        sched = Scheduler(pipe, History())
+        sched = SchedulerLoop(pipe, History())
         assert sched.run_until(lambda: "r" in sched.finished, stall=5.0) == "done"
         stats = pipe.stats()
         assert stats.chunks_put == 1 and stats.committed == 1  # sender's + receiver's

@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..adapter import ChunkAdapter
-from ..connectors.base import Connector, ConnectorWrapper
+from ..connectors.base import Connector
+from ..connectors.recording import CountingConnector
 from ..factory import AdapterFactory, AdapterLike, reference_factory
 
 __all__ = [
-    "CountingConnector",
     "handoff_latency",
     "idle_cost",
     "save_cost",
@@ -54,21 +54,6 @@ def built(
 
 
 PAYLOAD: dict[str, Any] = {"tokens": list(range(64)), "text": "x" * 256, "meta": {"step": 1}}
-
-
-class CountingConnector(ConnectorWrapper):
-    """Counts gets (thread-safe enough for a rate: one RECV thread increments)."""
-
-    def __init__(self, inner: Connector) -> None:
-        super().__init__(inner)
-        self.gets = 0
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        self.inner.put(key, value)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        self.gets += 1
-        return self.inner.get(key)
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:

@@ -23,7 +23,7 @@ from .doorbell import Doorbell
 from .faults import FaultRule, FaultyConnector
 from .gates import Gate, GatedConnector
 from .memory import MemoryConnector
-from .recording import RecordingConnector
+from .recording import CountingConnector, RecordingConnector
 from .redis import RedisConnector, RedisConnectorError, RedisNotInstalled
 from .serialization import PICKLE, SAFE, SerializationError, Serializer
 from .shm import KeyOccupied, SharedMemoryConnector, ShmCorrupt, ShmForeign
@@ -32,6 +32,7 @@ __all__ = [
     "PICKLE",
     "SAFE",
     "Connector",
+    "CountingConnector",
     "Doorbell",
     "FaultRule",
     "FaultyConnector",

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ..history import ConnectorOp, History, Outcome
 from .base import Connector, ConnectorWrapper
 
-__all__ = ["RecordingConnector"]
+__all__ = ["CountingConnector", "RecordingConnector"]
 
 
 class RecordingConnector(ConnectorWrapper):
@@ -72,3 +72,25 @@ class RecordingConnector(ConnectorWrapper):
 
     def __repr__(self) -> str:
         return f"RecordingConnector({self.inner!r})"
+
+
+class CountingConnector(ConnectorWrapper):
+    """Counts gets and puts, nothing more: cheap enough not to skew CPU measurements
+    (the idle-CPU and get-rate measurements of stress, the probes and the benchmarks)."""
+
+    def __init__(self, inner: Connector) -> None:
+        super().__init__(inner)
+        # Guards gets and puts (bumped by the adapter's threads, read by the driver).
+        self._lock = threading.Lock()
+        self.gets = 0
+        self.puts = 0
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self.puts += 1
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            self.gets += 1
+        return self.inner.get(key)

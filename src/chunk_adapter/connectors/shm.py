@@ -49,25 +49,19 @@ import contextlib
 import hashlib
 import logging
 import os
-import struct
 import threading
-import time
 import uuid
-import zlib
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError
-from ._segments import Segment, attach, foreign, reserve, view
+from ._segments import Segment, attach, foreign
 from ._shm_layout import (
-    COMMITTED,
     DIGEST_CHARS,
     HEADER,
-    MAGIC,
     NAME_MAX,
     SHM_DIR,
-    STATE_AT,
     KeyOccupied,
     ShmCorrupt,
     ShmForeign,
@@ -77,6 +71,7 @@ from ._shm_layout import (
 )
 from ._shm_leases import Lease
 from ._shm_maintenance import ShmMaintenance
+from ._shm_values import fill, occupied, read_value, writer_of
 from .base import OUTAGE_RETRY_WINDOW, PermanentError, ValueTooLarge
 from .doorbell import Doorbell
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
@@ -173,7 +168,7 @@ class SharedMemoryConnector(ShmMaintenance):
         try:
             shm = attach(name, create=True, size=size)
         except FileExistsError:
-            raise self._occupied(key, name) from None
+            raise occupied(key, name, self._writer, self.namespace) from None
         except PermissionError as exc:
             raise PermanentError(
                 f"put({key!r}): may not create segment {name!r}: {exc}. Fix the permissions "
@@ -182,17 +177,7 @@ class SharedMemoryConnector(ShmMaintenance):
         except OSError as exc:
             raise ConnectorError(f"put({key!r}): cannot create segment {name!r}: {exc}") from exc
         try:
-            reserve(shm, size)
-            buf = view(shm)
-            crc = zlib.crc32(data, zlib.crc32(raw_key))
-            HEADER.pack_into(
-                buf, 0, MAGIC, 0, time.time(), os.getpid(), self._writer,
-                len(raw_key), len(data), crc,
-            )  # fmt: skip
-            buf[HEADER.size : HEADER.size + len(raw_key)] = raw_key
-            buf[HEADER.size + len(raw_key) : size] = data
-            struct.pack_into("<I", buf, STATE_AT, COMMITTED)  # publish: the last store
-            del buf
+            fill(shm, size, self._writer, raw_key, data)  # state = COMMITTED is the last store
         except BaseException as exc:
             self._discard(shm)
             if isinstance(exc, OSError):
@@ -238,42 +223,6 @@ class SharedMemoryConnector(ShmMaintenance):
                     exc,
                 )
 
-    def _occupied(self, key: str, name: str) -> KeyOccupied:
-        """The error for a put that found *name* taken: transient only if we wrote it."""
-        try:
-            shm = attach(name)
-        except (FileNotFoundError, ValueError):
-            return KeyOccupied(
-                f"put({key!r}): segment {name!r} is being created or consumed right now; "
-                "nothing was stored (the adapter retries)"
-            )
-        except PermissionError:
-            return KeyOccupied(
-                f"put({key!r}): segment {name!r} exists and belongs to another user; nothing "
-                "was stored. Fix: remove it, or pick another namespace",
-                permanent=True,
-            )
-        try:
-            problem = foreign(shm)
-            buf = view(shm)
-            writer = HEADER.unpack_from(buf, 0)[4] if len(buf) >= HEADER.size else None
-            del buf
-        finally:
-            shm.close()
-        if problem is None and writer == self._writer:
-            return KeyOccupied(
-                f"put({key!r}): segment {name!r} still holds a value this connector put and "
-                "nobody consumed yet; nothing was stored (the adapter retries)"
-            )
-        why = problem or "written by another connector (another process, or one that died)"
-        return KeyOccupied(
-            f"put({key!r}): segment {name!r} holds a value {why}; nothing was stored and "
-            "retrying cannot help. Fix: do not reuse a request id while another sender's "
-            f"value is unread; SharedMemoryConnector({self.namespace!r}).purge() removes a "
-            "dead sender's leftovers",
-            permanent=True,
-        )
-
     @property
     def subscribe(self) -> Callable[[Callable[[str], None]], Callable[[], None]]:
         """Present only with ``notify=True`` (see the connector protocol and :mod:`.doorbell`)."""
@@ -304,7 +253,7 @@ class SharedMemoryConnector(ShmMaintenance):
                     f"get({key!r}): segment {shm.name!r} is {problem}: not read, since another "
                     "user may have planted it. Fix: remove it and find out who made it"
                 )
-            data = self._read(shm, key)
+            data = read_value(shm, key, self.namespace)
             if data is None:
                 return None
             value = decode_value(self.serializer, key, data)
@@ -321,33 +270,6 @@ class SharedMemoryConnector(ShmMaintenance):
         """Whether a committed value sits under *key* now (nothing is consumed)."""
         return self._committed(self.segment_name(check_key(key, "contains")))
 
-    def _read(self, shm: Segment, key: str) -> bytes | None:
-        buf = view(shm)
-        try:
-            if len(buf) < HEADER.size:
-                return None
-            magic, state, _, _, _, key_len, data_len, crc = HEADER.unpack_from(buf, 0)
-            if state != COMMITTED:
-                return None  # being written (or its writer died): not there yet
-            end = HEADER.size + key_len + data_len
-            if magic != MAGIC or end > len(buf):
-                raise ShmCorrupt(
-                    f"get({key!r}): segment {shm.name!r} is not a chunk-adapter segment; "
-                    f"another program uses namespace {self.namespace!r}: pick another namespace"
-                )
-            raw_key = bytes(buf[HEADER.size : HEADER.size + key_len])
-            if raw_key != key.encode("utf-8", "surrogatepass"):
-                raise ShmCorrupt(
-                    f"get({key!r}): segment {shm.name!r} holds key {raw_key!r} (a digest "
-                    "collision); use another namespace for one of the two keys"
-                )
-            data = bytes(buf[HEADER.size + key_len : end])
-            if zlib.crc32(data, zlib.crc32(raw_key)) != crc:
-                raise ShmCorrupt(f"get({key!r}): segment {shm.name!r} fails its CRC check")
-            return data
-        finally:
-            del buf
-
     # ----------------------------------------------------------- maintenance
     def _discard(self, shm: Segment) -> None:
         shm.close()
@@ -360,10 +282,7 @@ class SharedMemoryConnector(ShmMaintenance):
             shm = attach(name)
         except (FileNotFoundError, ValueError, PermissionError):
             return None
-        buf = view(shm)
-        mine = len(buf) >= HEADER.size and HEADER.unpack_from(buf, 0)[4] == self._writer
-        del buf
-        mine = mine and foreign(shm) is None
+        mine = writer_of(shm) == self._writer and foreign(shm) is None
         if not mine:
             shm.close()
             return None

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext, rules_named_in
-from ..profiles import PROFILES
+from ..profiles import current_profile
 from .control import Control, plan_control
 from .controller import Failure
 from .execution import Execution
@@ -34,12 +34,8 @@ from .library import LIBRARY, VERIFY
 from .proofs import proof_plan, proof_reserve, prove_stage
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
-__all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
+__all__ = ["plan", "run_stage"]
 
-
-# Executions per scenario and strategy, by profile: fixed counts, not time, so
-# the same input gets the same verdict (time only cuts a run short, reported).
-EXPLORE_RUNS = {name: p.explore_runs for name, p in PROFILES.items()}
 # Rules for explorer failures that are not oracle violations (those name theirs).
 KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
 # Failures that say the run was not under the explorer's control, or that the factory
@@ -73,7 +69,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             "explore", "control", (), "inconclusive", str(exc), coverage="not started"
         )
         return
-    runs = EXPLORE_RUNS.get(ctx.profile, EXPLORE_RUNS["ci"])
+    runs = current_profile(ctx.profile).explore_runs  # a count per profile: profiles.py
     plan = [(n, k) for n in VERIFY for k in STRATEGIES if ctx.wants(_label(n, k))]
     took: list[float] = []  # seconds each finished scenario run took
     keep = proof_reserve(ctx, RESERVE)  # for the proofs after them (hunt)

@@ -29,7 +29,7 @@ from ..connectors import Gate
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
 from .rig import Rig, Watchdog
-from .scheduler import Scheduler
+from .scheduler import SchedulerLoop
 from .streams import FAST_OPTIONS
 from .verdicts import judge_delivery, judge_shutdown, switch_interval
 
@@ -80,7 +80,7 @@ def blocked_work(
     with switch_interval(switch_interval_s):
         adapter = rig.adapter(factory, **FAST_OPTIONS)
         started = rig.new_threads()
-        sched = Scheduler(adapter, rig.history, call_bound)
+        sched = SchedulerLoop(adapter, rig.history, call_bound)
         nonfinal_saves = 0
         held: list[str] = []
         complete = False

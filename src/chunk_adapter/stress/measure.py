@@ -13,12 +13,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from ..connectors.base import Connector, ConnectorWrapper
 from ..errors import InvalidValue
 
-__all__ = ["CountingConnector", "Window", "measure_window", "thread_cpu"]
+__all__ = ["Window", "measure_window", "thread_cpu"]
 
 
 def thread_cpu(threads: Iterable[threading.Thread]) -> float:
@@ -38,27 +36,6 @@ def thread_cpu(threads: Iterable[threading.Thread]) -> float:
     return float(
         sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
     )
-
-
-class CountingConnector(ConnectorWrapper):
-    """Counts gets and puts, nothing more: cheap enough not to skew CPU measurements."""
-
-    def __init__(self, inner: Connector) -> None:
-        super().__init__(inner)
-        # Guards gets and puts (bumped by the adapter's threads, read by the driver).
-        self._lock = threading.Lock()
-        self.gets = 0
-        self.puts = 0
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        with self._lock:
-            self.puts += 1
-        self.inner.put(key, value)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            self.gets += 1
-        return self.inner.get(key)
 
 
 @dataclass(frozen=True)

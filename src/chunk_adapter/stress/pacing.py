@@ -15,8 +15,9 @@ import time
 from typing import Any
 
 from ..connectors import MemoryConnector
+from ..connectors.recording import CountingConnector
 from ..factory import AdapterFactory
-from .measure import CountingConnector, measure_window
+from .measure import measure_window
 from .report import DEFAULT_SEED, StressReport
 from .rig import Pipeline, Watch, make_adapter, setting
 from .scheduler import timed_stop

@@ -1,9 +1,9 @@
 """The scheduler thread's side of a scenario: timed, recorded calls and bounded stops.
 
-:class:`Scheduler` makes every scheduler call through the oracles'
+:class:`SchedulerLoop` makes every scheduler call through the oracles'
 :class:`~chunk_adapter.oracles.records.RecordedPipeline` (so the oracles see
 them, each on the adapter it was made on) and times each one with
-``perf_counter`` (R3: the scheduler never waits). :meth:`Scheduler.run_until`
+``perf_counter`` (R3: the scheduler never waits). :meth:`SchedulerLoop.run_until`
 polls as a scheduler's loop does until the scenario is done, stops when
 nothing has been handed out for a while (no progress: a finding), or at the
 stage's budget (not a finding). :func:`timed_stop` runs ``stop()`` on a helper
@@ -24,10 +24,10 @@ from ..history import History
 from ..oracles.records import RecordedPipeline
 from .rig import HELPER_PREFIX, Pipeline
 
-__all__ = ["CallTiming", "Progress", "Scheduler", "StopOutcome", "timed_stop"]
+__all__ = ["CallTiming", "Progress", "SchedulerLoop", "StopOutcome", "timed_stop"]
 
 Progress = Literal["done", "stalled", "budget"]
-"""How :meth:`Scheduler.run_until` ended: done; nothing handed out for *stall*
+"""How :meth:`SchedulerLoop.run_until` ended: done; nothing handed out for *stall*
 seconds (no progress); or the stage's budget ran out (no verdict)."""
 
 
@@ -52,8 +52,12 @@ class CallTiming:
         return max(self.slowest.values(), default=0.0)
 
 
-class Scheduler:
-    """Drives a pipeline's adapters as a scheduler thread would (see module doc).
+class SchedulerLoop:
+    """Drives a pipeline's adapters as a scheduler thread's loop would (see module doc).
+
+    The pipeline's scheduler, played on a real thread; not the explorer's
+    ``Scheduler`` protocol (:mod:`chunk_adapter.explore.tasks`), which picks the
+    thread that runs next.
 
     ``received`` accumulates every ``poll_ready`` result per request;
     ``finished`` holds the requests whose final chunk was handed out;

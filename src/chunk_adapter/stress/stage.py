@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext, rules_named_in
+from ..profiles import current_profile
 from .report import StressReport
 from .suite import Scenario
 
@@ -43,7 +44,10 @@ def planned(profile: str) -> list[tuple[str, tuple[str, ...]]]:
     """``(name, rules)`` of the scenarios this stage runs under *profile*, in order."""
     from .suite import scenarios
 
-    return [(name, rules) for name, rules, _ in scenarios(0, quick=profile == "quick")]
+    return [
+        (name, rules)
+        for name, rules, _ in scenarios(0, quick=not current_profile(profile).stress_all)
+    ]
 
 
 def _contract_failures(report: StressReport) -> list[str]:
@@ -55,7 +59,11 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     within ``ctx.deadline`` (module doc)."""
     from .suite import scenarios
 
-    runs = [run for run in scenarios(ctx.seed, quick=ctx.profile == "quick") if ctx.wants(run[0])]
+    runs = [
+        run
+        for run in scenarios(ctx.seed, quick=not current_profile(ctx.profile).stress_all)
+        if ctx.wants(run[0])
+    ]
     end = ctx.deadline - END_MARGIN
     ran: list[str] = []
     not_run: list[str] = []

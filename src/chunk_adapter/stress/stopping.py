@@ -32,7 +32,7 @@ from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
 from .rig import STAGE, Rig, Watchdog, setting
-from .scheduler import Scheduler, StopOutcome, timed_stop
+from .scheduler import SchedulerLoop, StopOutcome, timed_stop
 from .verdicts import (
     FREE_STOP_BOUND,
     blocked_stop_bound,
@@ -85,7 +85,7 @@ def prompt_stop(
     rig = Rig.build(seed=seed, rules=rules, notify=notify)
     with switch_interval(switch_interval_s):
         adapter = rig.adapter(factory, join_timeout=join_timeout)
-        sched = Scheduler(adapter, rig.history)
+        sched = SchedulerLoop(adapter, rig.history)
         blocked = state in BLOCKED
         # The adapter's own join timeout if it shows one; the join_timeout= passed above
         # is not trusted (a **options factory may ignore it), the reference's 1 s not assumed.
@@ -133,7 +133,7 @@ def prompt_stop(
 
 
 def _stop_each(
-    report: StressReport, sched: Scheduler, bound: Callable[[str], float], what: str
+    report: StressReport, sched: SchedulerLoop, bound: Callable[[str], float], what: str
 ) -> bool:
     """``stop()`` each adapter, the sender first, each judged against its own bound (R18).
 
@@ -155,7 +155,7 @@ def _stop_each(
 
 
 def _reach(
-    state: str, rig: Rig, sched: Scheduler, rng: random.Random, requests: int, key: str
+    state: str, rig: Rig, sched: SchedulerLoop, rng: random.Random, requests: int, key: str
 ) -> bool:
     """Drive the adapter into *state*; ``False`` if it did not get there in time."""
     if state == "idle":

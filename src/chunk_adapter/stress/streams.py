@@ -26,7 +26,7 @@ from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
 from .rig import LOOPBACK_STAGE, STAGE, Rig
-from .scheduler import Scheduler
+from .scheduler import SchedulerLoop
 from .verdicts import judge_delivery, judge_shutdown, switch_interval
 
 __all__ = ["build_faults", "get_faults", "put_faults", "run_streams"]
@@ -113,7 +113,7 @@ def run_streams(
     with switch_interval(switch_interval_s):
         adapter = rig.adapter(factory, **FAST_OPTIONS)
         started = rig.new_threads()
-        sched = Scheduler(adapter, rig.history)
+        sched = SchedulerLoop(adapter, rig.history)
         nonfinal_saves = 0
         complete = False
         try:

@@ -19,7 +19,7 @@ from ..oracles import check
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
 from .rig import Rig
-from .scheduler import Scheduler, StopOutcome
+from .scheduler import SchedulerLoop, StopOutcome
 
 __all__ = [
     "FREE_STOP_BOUND",
@@ -139,7 +139,7 @@ def switch_interval(interval: float | None) -> Iterator[None]:
 
 def judge_delivery(
     report: StressReport,
-    sched: Scheduler,
+    sched: SchedulerLoop,
     rig: Rig,
     started: list[Any],
     expected: set[str],
@@ -186,7 +186,7 @@ def judge_delivery(
 
 def judge_shutdown(
     report: StressReport,
-    sched: Scheduler,
+    sched: SchedulerLoop,
     rig: Rig,
     stopped: list[tuple[str, StopOutcome]],
     *,

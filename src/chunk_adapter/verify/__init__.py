@@ -6,10 +6,11 @@ the report when the adapter breaks the contract, and ``VerificationInconclusive`
 when some check could not decide.
 """
 
+from ..profiles import PROFILES
 from .api import ContractViolation, VerificationInconclusive, check_adapter
 from .report import VerifyReport
 from .result import RULES, CheckResult
-from .runner import PROFILES, UsageError, verify
+from .runner import UsageError, verify
 from .stages import STAGES
 
 __all__ = [

@@ -6,6 +6,7 @@ import io
 from collections.abc import Sequence
 
 from ..errors import ChunkAdapterError
+from ..profiles import DEFAULT
 from .report import VerifyReport, write_text
 from .runner import verify
 
@@ -52,7 +53,7 @@ class VerificationInconclusive(ChunkAdapterError):
 def check_adapter(
     spec: str,
     *,
-    profile: str = "ci",
+    profile: str = DEFAULT,
     max_seconds: float | None = None,
     seed: int = 0,
     stages: Sequence[str] | None = None,

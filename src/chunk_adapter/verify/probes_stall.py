@@ -40,9 +40,9 @@ import time
 from ..adapter import ChunkAdapter
 from ..bed.waiting import Hang, call_bounded, stopping, wait_until
 from ..connectors import Gate, GatedBuilder, MemoryConnector, RecordingConnector
+from ..connectors.recording import CountingConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory, AdapterLike
-from ..stress.measure import CountingConnector
 from .leaks import Undecided
 
 __all__ = [

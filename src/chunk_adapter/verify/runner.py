@@ -23,21 +23,18 @@ from typing import Any
 from ..errors import UsageError
 from ..factory import load_factory
 from ..outcome import CheckResult
-from ..profiles import PROFILES as PROFILE_TABLE
+from ..profiles import DEFAULT, PROFILES
 from .progress import Progress
 from .report import VerifyReport
 from .stages import STAGES, Stage
 
-__all__ = ["MARGIN", "PROFILES", "UsageError", "verify"]
+__all__ = ["MARGIN", "UsageError", "verify"]
 
 MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
 POLL = 0.25  # seconds between looks at a running worker's events
 HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "chunk-adapter-hypothesis")
 """Hypothesis's storage for the quick and ci profiles (not ``.hypothesis/`` in the user's tree)."""
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
-
-PROFILES: dict[str, float] = {name: p.budget for name, p in PROFILE_TABLE.items()}
-"""Default ``--max-seconds`` of each profile (from :data:`chunk_adapter.profiles.PROFILES`)."""
 
 
 def _replay_prefix(spec: str, profile: str, seed: int) -> str:
@@ -103,7 +100,7 @@ def _worker(
         command.append("--all")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    if profile != "hunt":  # only hunt keeps examples; the others leave the user's tree alone
+    if not PROFILES[profile].keeps_examples:  # hunt only; the others leave the user's tree alone
         env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", HYPOTHESIS_HOME)
     tail = _Tail(path)
     deadline = time.monotonic() + seconds + MARGIN
@@ -220,7 +217,7 @@ def _check_names(checks: Sequence[str], chosen: Sequence[Stage], profile: str) -
 def verify(
     spec: str,
     *,
-    profile: str = "ci",
+    profile: str = DEFAULT,
     max_seconds: float | None = None,
     seed: int = 0,
     stages: Sequence[str] | None = None,
@@ -261,7 +258,7 @@ def verify(
     if progress is not None:
         progress.stage_started(f"[verify] pre-flight: building two adapters with {spec}", "", 0)
     _preflight(spec, substitute)
-    budget = PROFILES[profile] if max_seconds is None else max_seconds
+    budget = PROFILES[profile].budget if max_seconds is None else max_seconds
     report = VerifyReport(spec, profile, seed, budget, run_all=run_all)
     chosen = [s for s in STAGES if stages is None or s.name in stages]
     if checks:  # only the stages that plan one of them
