@@ -88,7 +88,11 @@ def _parser() -> argparse.ArgumentParser:
         help="also write a Markdown summary (appended to $GITHUB_STEP_SUMMARY when that is set)",
     )
     again = commands.add_parser("replay", help="re-run a counterexample that verify reported")
-    again.add_argument("string", help="the replay string (explore:..., stateful:..., stress:...)")
+    again.add_argument(
+        "string",
+        help="the replay string, KIND:...: explore:SCENARIO:SCHEDULE, "
+        "stateful:PROFILE:steps.DATA, stateful:PROFILE:BLOB or stress:SCENARIO:SEED",
+    )
     again.add_argument(
         "--adapter",
         default=REFERENCE,

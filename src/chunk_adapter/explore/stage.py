@@ -32,6 +32,7 @@ from .execution import Execution
 from .explorer import Report, explore, replay
 from .library import LIBRARY, VERIFY
 from .proofs import proof_plan, proof_reserve, prove_stage
+from .reproduce import EXPLORE
 from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["plan", "run_stage"]
@@ -224,7 +225,7 @@ def _first_line(message: str) -> str:
 
 def _replay_command(name: str, schedule: str, ctx: StageContext) -> str:
     env = f"CHUNK_ADAPTER_SUBSTITUTE={','.join(ctx.substitute)} " if ctx.substitute else ""
-    return f"{env}chunk-adapter replay 'explore:{name}:{schedule}' --adapter {ctx.adapter_spec}"
+    return EXPLORE.command(name, schedule, adapter_spec=ctx.adapter_spec, env=env)
 
 
 def _not_started(

@@ -39,6 +39,7 @@ from ..outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
 from .budget import MARGIN, SHRINK_WAIT, Budget, Finding, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure
+from .reproduce import STATEFUL
 
 __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
 
@@ -196,10 +197,7 @@ def _confirm(
             detail=_detail(error, printed, note, ctx, profile),
             coverage=coverage,
         )
-    replay = (
-        f"chunk-adapter replay 'stateful:{profile.name}:{finding.blob}' "
-        f"--adapter {ctx.adapter_spec}"
-    )
+    replay = STATEFUL.command(profile.name, finding.blob, adapter_spec=ctx.adapter_spec)
     reproduce = f"{ctx.replay_prefix} --stage stateful"
     done, again = _on_thread(
         lambda: replay_example(
@@ -241,10 +239,7 @@ def _confirm(
         note = (
             "" if complete else "(the stage's budget ended the shrinking: steps may not be minimal)"
         )
-        replay = (
-            f"chunk-adapter replay 'stateful:{profile.name}:{encode(steps)}' "
-            f"--adapter {ctx.adapter_spec}"
-        )
+        replay = STATEFUL.command(profile.name, encode(steps), adapter_spec=ctx.adapter_spec)
         confirmation += f"; so did its {len(steps)} step(s), shrunk further and run again"
     return result(
         "fail",

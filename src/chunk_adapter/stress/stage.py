@@ -25,6 +25,7 @@ from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext, rules_named_in
 from ..profiles import current_profile
 from .report import StressReport
+from .reproduce import STRESS
 from .suite import Scenario
 
 __all__ = ["END_MARGIN", "RERUNS", "plan", "planned", "run_stage"]
@@ -134,7 +135,7 @@ def _judge(
             rules = ()  # it proved nothing about the rules either way
         return CheckResult("stress", name, rules, "pass", evidence, seconds=seconds)
     found = rules_named_in(" ".join(report.rules)) or rules
-    replay = f"chunk-adapter replay 'stress:{name}:{ctx.seed}' --adapter {ctx.adapter_spec}"
+    replay = STRESS.command(name, ctx.seed, adapter_spec=ctx.adapter_spec)
     reruns, reproduced = 0, 0
     while reruns < RERUNS and end - time.monotonic() >= seconds + 0.5:
         again = run(factory, until=end)

@@ -1,0 +1,34 @@
+"""The explorer's kind of reproducer: ``explore:SCENARIO:SCHEDULE``
+(:mod:`chunk_adapter.reproducer`)."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from ..errors import InvalidValue
+from ..reproducer import Kind, register
+
+__all__ = ["EXPLORE"]
+
+
+def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
+    """The library scenario under the recorded schedule, step for step; 1 if it fails."""
+    from .control import substitute_from_env
+    from .explorer import describe, replay
+    from .library import LIBRARY
+
+    name, schedule = fields
+    if name not in LIBRARY:
+        raise InvalidValue(f"no explorer scenario {name!r}; choose one of {sorted(LIBRARY)}")
+    # The same control as the verify stage: white-box or substitution as observed,
+    # plus the modules $CHUNK_ADAPTER_SUBSTITUTE names (verify's --substitute).
+    execution = replay(LIBRARY[name], schedule, factory=factory, substitute=substitute_from_env())
+    if execution.ok:
+        print(f"explore {name} under {schedule}: no failure ({execution.steps} steps)", file=out)
+        return 0
+    print(describe(execution, "replay", 1, spec), file=out)
+    return 1
+
+
+EXPLORE = register(Kind("explore", ("SCENARIO", "SCHEDULE"), _replay))
+"""A library scenario (:data:`~.library.LIBRARY`) and a schedule (:mod:`.schedule`)."""
