@@ -112,7 +112,9 @@ def parse(string: str) -> tuple[Kind, tuple[str, ...]]:
     fields = tuple(rest.split(":", len(kind.fields) - 1))
     if len(fields) != len(kind.fields) or not all(fields):
         raise InvalidValue(
-            _cannot_read(string, f"{name} needs {len(kind.fields)} fields: {', '.join(kind.fields)}")
+            _cannot_read(
+                string, f"{name} needs {len(kind.fields)} fields: {', '.join(kind.fields)}"
+            )
         )
     return kind, fields
 

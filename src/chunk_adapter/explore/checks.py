@@ -3,7 +3,8 @@
 The explorer writes no contract checks of its own. After every execution the
 default checker hands the recorded history to :func:`chunk_adapter.oracles.check`
 (``quiescent`` when the script settled before stopping) and reports each
-violation as ``"R16: ..."``. The scheduler calls are recorded by
+violation as a ``violation`` :class:`~.tasks.Failure` with the message ``"R16: ..."``
+and the violation's rules as data. The scheduler calls are recorded by
 :class:`chunk_adapter.oracles.RecordedAdapter`. On top of that the explorer
 itself reports deadlocks, livelocks, hangs after ``stop()`` and crashed threads.
 """
@@ -17,6 +18,7 @@ from ..history import BuildCall, ConnectorOp, History
 from ..oracles import CallRecord, RecordedAdapter, check, split_key
 from .execution import Execution
 from .pipeline import Hop
+from .tasks import Failure
 
 __all__ = ["default_checker", "default_wrap"]
 
@@ -26,8 +28,9 @@ def default_wrap() -> Callable[[Any, History], Any]:
     return RecordedAdapter
 
 
-def default_checker(execution: Execution) -> list[str]:
-    """Every contract violation the oracles find, as ``"R<n>: ..."`` strings.
+def default_checker(execution: Execution) -> list[Failure]:
+    """Every contract violation the oracles find: ``violation`` failures whose message is
+    ``"R<n>: ..."`` and whose ``rules`` are the violation's (``Violation.rules``).
 
     Each hop of the scenario's topology (a sending member and the member that
     receives from it) is judged on its own records, because the oracles assume
@@ -42,7 +45,8 @@ def default_checker(execution: Execution) -> list[str]:
     """
     put_tries = execution.put_tries
     hops = execution.hops or (None,)
-    found: list[str] = []
+    found: list[Failure] = []
+    seen: set[str] = set()
     for hop in hops:
         history = execution.history
         suffix = ""
@@ -55,8 +59,9 @@ def default_checker(execution: Execution) -> list[str]:
         for part, quiescent in checks:
             for v in check(part, quiescent=quiescent, put_tries=put_tries):
                 message = str(v) + suffix
-                if message not in found:
-                    found.append(message)
+                if message not in seen:
+                    seen.add(message)
+                    found.append(Failure("violation", message, v.rules))
     return found
 
 

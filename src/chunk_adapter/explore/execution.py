@@ -31,7 +31,7 @@ from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
 from .schedule import encode
-from .tasks import FactoryFailed
+from .tasks import FactoryFailed, as_failure
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
@@ -50,8 +50,9 @@ QUIET = logging.getLogger("chunk_adapter.explore.adapter")
 QUIET.addHandler(logging.NullHandler())
 QUIET.propagate = False
 
-Checker = Callable[["Execution"], list[str]]
-"""Checks one finished execution (its history, scenario and quiescent cut); returns messages."""
+Checker = Callable[["Execution"], Sequence["str | Failure"]]
+"""Checks one finished execution (its history, scenario and quiescent cut); returns messages
+or :class:`Failure` values (which carry their rules)."""
 
 
 class SettleTimeout(RuntimeError):
@@ -255,9 +256,7 @@ def run_once(
         pruned=ctl.pruned,
     )
     if execution.ok and setup.checker is not None and not ctl.pruned:
-        execution.failures.extend(
-            Failure("violation", message) for message in setup.checker(execution)
-        )
+        execution.failures.extend(as_failure(found) for found in setup.checker(execution))
     return execution
 
 

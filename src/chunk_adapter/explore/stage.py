@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext, rules_named_in
+from ..outcome import CheckResult, StageContext
 from ..profiles import current_profile
 from .control import Control, plan_control
 from .controller import Failure
@@ -37,7 +37,7 @@ from .strategies import PctStrategy, RandomStrategy, Strategy
 
 __all__ = ["plan", "run_stage"]
 
-# Rules for explorer failures that are not oracle violations (those name theirs).
+# Rules for explorer failures that are not oracle violations (those carry theirs).
 KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
 # Failures that say the run was not under the explorer's control, or that the factory
 # could not build the adapter (nothing was driven yet): never a violation.
@@ -186,10 +186,7 @@ def _judge(
             detail=report.describe_failure(), replay=command, seconds=seconds,
             confirmation="replayed once: did not fail the same way", coverage=coverage,
         )  # fmt: skip
-    text = " ".join(f.message for f in failed.failures)
-    found = rules_named_in(text) or tuple(
-        dict.fromkeys(KIND_RULES[f.kind] for f in failed.failures if f.kind in KIND_RULES)
-    )
+    found = _rules(failed.failures)
     return CheckResult(
         "explore", label, found, "fail",
         f"[{first.kind}] {_first_line(first.message)}",
@@ -209,9 +206,19 @@ def _slow(report: Report) -> str:
     )
 
 
+def _rules(failures: list[Failure]) -> tuple[str, ...]:
+    """The rules *failures* break, root first: the oracles' (carried by each violation),
+    else the rule of each failure kind (:data:`KIND_RULES`)."""
+    found = dict.fromkeys(rule for f in failures for rule in f.rules)
+    if not found:
+        found = dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES)
+    return tuple(found)
+
+
 def _signature(failure: Failure) -> str:
+    """What must fail again on replay: a violation's root rule, else its kind."""
     if failure.kind == "violation":
-        return failure.message.split(":", 1)[0]
+        return failure.rules[0] if failure.rules else failure.message.split(":", 1)[0]
     return failure.kind
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Step",
     "Task",
     "TaskState",
+    "as_failure",
 ]
 
 
@@ -94,7 +95,17 @@ class Step:
 @dataclass(frozen=True)
 class Failure:
     """Why an execution failed. ``kind``: deadlock, livelock, crash, hang, uncontrolled,
-    script, violation, diverged, factory (the factory raised: :class:`FactoryFailed`)."""
+    script, violation, diverged, factory (the factory raised: :class:`FactoryFailed`).
+    ``rules``: the contract rules a violation breaks, root first, as the oracle found them
+    (empty for the other kinds, and for a message from a checker that returns plain
+    strings)."""
 
     kind: str
     message: str
+    rules: tuple[str, ...] = ()
+
+
+def as_failure(found: str | Failure) -> Failure:
+    """What a checker returned, as a failure: a :class:`Failure` as it is (the default
+    checker's carry their rules), a plain message as a ``violation`` naming no rule."""
+    return found if isinstance(found, Failure) else Failure("violation", found)

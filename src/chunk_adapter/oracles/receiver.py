@@ -226,6 +226,7 @@ class _Chain:
                 "(poll_ready must swap out what it returns; exactly once, R14)",
                 self.rid,
                 at=at,
+                also=("R14",),
             )
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         if any(g.begin < load for g in same):

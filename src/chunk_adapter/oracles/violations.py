@@ -1,4 +1,10 @@
-"""What an oracle reports: a :class:`Violation` of one numbered contract rule.
+"""What the suite reports: a :class:`Violation` of a numbered contract rule, and the one
+:class:`ContractViolation` exception that carries violations (or a verify report).
+
+Rules travel as data, from where a violation is found to the report: a
+``Violation`` names its ``rule`` (and the rules the same event ``also``
+breaks), and every driver reads ``Violation.rules`` / ``ContractViolation.rules``
+rather than finding rule numbers in a message.
 
 Violations are ordered **root cause first**: ``at`` is the history sequence
 number of the earliest recorded event that breaks the rule (the put, get or
@@ -12,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["ContractViolation", "Violation", "root_first", "rules_in_order"]
 
@@ -24,7 +31,9 @@ class Violation:
     of the earliest event that breaks it, ``None`` when nothing that happened
     breaks it but something that should have happened never did (liveness).
     ``str(v)`` starts with the rule number, so a failure message can be
-    grepped for the rule it is about.
+    grepped for the rule it is about. ``also`` lists the rules the same
+    event breaks besides ``rule`` (its consequences), which the message
+    names too: ``rules`` is ``(rule, *also)``.
     """
 
     rule: str
@@ -32,6 +41,12 @@ class Violation:
     request_id: str | None = None
     key: str | None = None
     at: int | None = None
+    also: tuple[str, ...] = ()
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """``rule``, then ``also``: the rules this violation is about, root first."""
+        return (self.rule, *self.also)
 
     def __str__(self) -> str:
         where = []
@@ -60,19 +75,33 @@ def rules_in_order(violations: Iterable[Violation]) -> list[str]:
 
 
 class ContractViolation(AssertionError):
-    """Raised by ``assert_ok``: the history breaks one or more contract rules.
+    """The adapter broke the contract: the one exception for it, wherever it is raised.
 
-    ``violations`` keep the order they were given in (the oracles give them
-    root cause first); ``rules`` lists each rule once, in that order.
+    Raised by ``assert_ok`` and the state machines with the *violations* of a
+    history (kept in the order given, root cause first; *context* is appended
+    to the message), and by ``chunk_adapter.verify.check_adapter`` for a
+    confirmed violation, with the verify *report* (``report``: every check's
+    result) and its summary as *message*. ``rules`` lists each rule once,
+    root cause first. An ``AssertionError``, so a test fails on it.
     """
 
-    def __init__(self, violations: Iterable[Violation], context: str = "") -> None:
+    def __init__(
+        self,
+        violations: Iterable[Violation],
+        context: str = "",
+        *,
+        message: str | None = None,
+        report: Any = None,
+    ) -> None:
         self.violations = list(violations)
-        lines = [f"contract rules broken: {', '.join(rules_in_order(self.violations))}"]
-        lines += [f"  - {v}" for v in self.violations]
-        if context:
-            lines.append(context)
-        super().__init__("\n".join(lines))
+        self.report = report
+        if message is None:
+            lines = [f"contract rules broken: {', '.join(rules_in_order(self.violations))}"]
+            lines += [f"  - {v}" for v in self.violations]
+            if context:
+                lines.append(context)
+            message = "\n".join(lines)
+        super().__init__(message)
 
     @property
     def rules(self) -> list[str]:

@@ -32,9 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..outcome import rules_named_in
-
-__all__ = ["Budget", "Finding", "OutOfBudget", "first_rules"]
+__all__ = ["Budget", "FailingExample", "OutOfBudget", "first_rules"]
 
 MARGIN = 2.0
 """Seconds kept besides the measured re-runs: starting a worker thread, reporting."""
@@ -58,7 +56,7 @@ class OutOfBudget(BaseException):
 
 
 @dataclass(frozen=True)
-class Finding:
+class FailingExample:
     """One failing example: the exception, its reproducer blob, how long it ran."""
 
     error: Exception
@@ -72,13 +70,13 @@ class Finding:
 
 
 def first_rules(error: BaseException) -> tuple[str, ...]:
-    """The rules an exception names, root cause first (``ContractViolation.rules`` when it
-    has them, else the rule numbers its first line names)."""
+    """The rules an exception carries, root cause first: ``ContractViolation.rules`` (the
+    machines raise every violation so); none for any other exception (the adapter or
+    Hypothesis raising), whatever its message says."""
     rules = getattr(error, "rules", None)
     if isinstance(rules, list) and all(isinstance(r, str) for r in rules):
         return tuple(rules)
-    text = str(error)
-    return rules_named_in(text.splitlines()[0] if text else "")
+    return ()
 
 
 class Budget:
@@ -102,7 +100,7 @@ class Budget:
         self.started = 0  # examples begun
         self.done = 0  # examples that ran to the end and passed, before any failure
         self.slowest = 0.0  # seconds, of a passing example
-        self.findings: list[Finding] = []
+        self.findings: list[FailingExample] = []
         self.aborted = False
         self.shrink_until: float | None = None
         self._example_start = 0.0
@@ -150,7 +148,7 @@ class Budget:
         self._example_failed = True
         seconds = time.monotonic() - self._example_start
         blob, choices = _reproducer()
-        self.findings.append(Finding(error, blob, choices, seconds))
+        self.findings.append(FailingExample(error, blob, choices, seconds))
         if self.shrink_until is None:
             # Leave room for Hypothesis's final replay of the shrunk example and
             # the stage's own confirming re-run, each about as long as this one,
@@ -161,7 +159,7 @@ class Budget:
                     self.shrink_until, time.monotonic() + HYPOTHESIS_SHRINK_SHARE * self.seconds
                 )
 
-    def smallest(self, rule: str | None = None) -> Finding | None:
+    def smallest(self, rule: str | None = None) -> FailingExample | None:
         """The shortest failing example with a reproducer (the one shrinking got to); with
         *rule*, the shortest whose root rule it is."""
         replayable = [

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
 from ..outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
-from .budget import MARGIN, SHRINK_WAIT, Budget, Finding, first_rules
+from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure
 from .reproduce import STATEFUL
@@ -136,7 +136,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
 
 def _findings(
     budget: Budget, error: BaseException | None, printed: str
-) -> list[tuple[Finding, str, bool]]:
+) -> list[tuple[FailingExample, str, bool]]:
     """The failures to report: ``(finding, printed, shrunk)`` each; ``[]`` if nothing failed.
 
     Hypothesis's own report when the run ended with it (fully shrunk, with its
@@ -158,7 +158,7 @@ def _findings(
         blob = _printed_blob(text)
         if blob is not None:
             seconds = max(f.seconds for f in budget.findings)
-            found.append((Finding(one, blob, 0, seconds), text, True))
+            found.append((FailingExample(one, blob, 0, seconds), text, True))
     if found:
         return found
     rules = dict.fromkeys(f.rules[:1] for f in budget.findings) if budget.split_by_rule else {}
@@ -175,7 +175,7 @@ def _confirm(
     factory: AdapterFactory,
     ctx: StageContext,
     profile: Any,
-    found: tuple[Finding, str, bool],
+    found: tuple[FailingExample, str, bool],
     end: float,
     result: Callable[..., CheckResult],
     coverage: str,

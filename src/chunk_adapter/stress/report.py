@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 from ..factory import REFERENCE
+from ..outcome import RULES
 
 __all__ = [
     "DEFAULT_SEED",
@@ -90,6 +91,8 @@ class StressReport:
     measurements: dict[str, float] = field(default_factory=dict)
     incomplete: str = ""
     _ranks: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
+    _rules: list[str] = field(default_factory=list, repr=False)
+    """The rule of each failure, in the same order: data, never read back from the text."""
 
     @property
     def ok(self) -> bool:
@@ -102,13 +105,18 @@ class StressReport:
 
     @property
     def rules(self) -> list[str]:
-        """The rule numbers the failures name, in order (root cause first)."""
-        seen: list[str] = []
-        for failure in self.failures:
-            rule = failure.split(":", 1)[0].strip()
-            if rule not in seen:
-                seen.append(rule)
-        return seen
+        """The rule of each failure once, in order (root cause first): a contract rule
+        (``"R18"``), ``"stats"`` or ``"error"`` (see :meth:`fail`)."""
+        return list(dict.fromkeys(self._rules))
+
+    @property
+    def contract_rules(self) -> tuple[str, ...]:
+        """:attr:`rules` without ``stats`` and ``error``: the contract rules broken."""
+        return tuple(r for r in self.rules if r in RULES)
+
+    def contract_failures(self) -> list[str]:
+        """The failures that are not ``stats`` notes (counters are not the contract)."""
+        return [f for f, rule in zip(self.failures, self._rules, strict=True) if rule != "stats"]
 
     def fail(
         self, rule: str, message: str, *, rank: int | None = None, at: int | None = None
@@ -127,14 +135,15 @@ class StressReport:
                 if rule == "stats"
                 else ORACLE
             )
-        self.add(f"{rule}: {message}", rank, at)
+        self.add(f"{rule}: {message}", rank, at, rule=rule)
 
-    def add(self, text: str, rank: int, at: int | None = None) -> None:
-        """Insert the failure *text* at its place (see :meth:`fail`)."""
+    def add(self, text: str, rank: int, at: int | None = None, *, rule: str) -> None:
+        """Insert the failure *text* about *rule* at its place (see :meth:`fail`)."""
         key = (rank, at if at is not None else 1 << 62, len(self._ranks))
         i = bisect.bisect(self._ranks, key)
         self._ranks.insert(i, key)
         self.failures.insert(i, text)
+        self._rules.insert(i, rule)
 
     def stop_at_budget(self, what: str) -> None:
         """The stage's budget ran out during *what*: no verdict on the rest."""

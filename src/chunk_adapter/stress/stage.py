@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 
 from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext, rules_named_in
+from ..outcome import CheckResult, StageContext
 from ..profiles import current_profile
 from .report import StressReport
 from .reproduce import STRESS
@@ -52,7 +52,7 @@ def planned(profile: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _contract_failures(report: StressReport) -> list[str]:
-    return [f for f in report.failures if not f.startswith("stats")]
+    return report.contract_failures()
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -134,7 +134,7 @@ def _judge(
             )
             rules = ()  # it proved nothing about the rules either way
         return CheckResult("stress", name, rules, "pass", evidence, seconds=seconds)
-    found = rules_named_in(" ".join(report.rules)) or rules
+    found = report.contract_rules or rules
     replay = STRESS.command(name, ctx.seed, adapter_spec=ctx.adapter_spec)
     reruns, reproduced = 0, 0
     while reruns < RERUNS and end - time.monotonic() >= seconds + 0.5:
@@ -142,7 +142,7 @@ def _judge(
         if again.incomplete and not _contract_failures(again):
             break  # the budget ran out during the re-run: it decides nothing
         reruns += 1
-        if set(rules_named_in(" ".join(again.rules))) & set(found):
+        if set(again.contract_rules) & set(found):
             reproduced += 1
     detail = report.describe(ctx.adapter_spec)
     if reproduced:

@@ -75,18 +75,19 @@ def judge_history(
     """Every oracle violation in *history* becomes a failure, placed root cause first."""
     violations = check(history, quiescent=quiescent, put_tries=put_tries)
     for v in violations[:MAX_LISTED]:
-        report.add(str(v), ORACLE if v.at is not None else LIVENESS, v.at)
+        report.add(str(v), ORACLE if v.at is not None else LIVENESS, v.at, rule=v.rule)
     if len(violations) > MAX_LISTED:
-        report.add(f"{violations[0].rule}: ... and {len(violations) - MAX_LISTED} more", LIVENESS)
+        rule = violations[0].rule
+        report.add(f"{rule}: ... and {len(violations) - MAX_LISTED} more", LIVENESS, rule=rule)
 
 
 def judge_counters(report: StressReport, stats: Any, history: History, nonfinal_saves: int) -> None:
     """The adapter's ``stats()`` must agree with the recording (skipped without stats)."""
     mismatches = stats_mismatches(stats, history, nonfinal_saves)
     for m in mismatches[:MAX_LISTED]:
-        report.add(f"stats: {m}", NOTE)
+        report.add(f"stats: {m}", NOTE, rule="stats")
     if len(mismatches) > MAX_LISTED:
-        report.add(f"stats: ... and {len(mismatches) - MAX_LISTED} more", NOTE)
+        report.add(f"stats: ... and {len(mismatches) - MAX_LISTED} more", NOTE, rule="stats")
 
 
 def judge_stops(

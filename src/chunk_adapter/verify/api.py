@@ -6,6 +6,7 @@ import io
 from collections.abc import Sequence
 
 from ..errors import ChunkAdapterError
+from ..oracles.violations import ContractViolation, Violation
 from ..profiles import DEFAULT
 from .report import VerifyReport, write_text
 from .runner import verify
@@ -19,17 +20,18 @@ def _text(report: VerifyReport) -> str:
     return out.getvalue().strip("\n")
 
 
-class ContractViolation(AssertionError):
-    """The adapter broke the contract (confirmed); ``report`` holds every check's result."""
-
-    def __init__(self, report: VerifyReport) -> None:
-        first = report.failures[0]
-        rules = ", ".join(first.rules) or "no rule"
-        super().__init__(
-            f"{report.adapter_spec} broke the contract ({rules}): {first.evidence}\n\n"
-            + _text(report)
-        )
-        self.report = report
+def _violation(report: VerifyReport) -> ContractViolation:
+    """The exception for a report with a confirmed violation: the one
+    :class:`~chunk_adapter.oracles.ContractViolation`, one :class:`Violation` per failed
+    check (its root rule and evidence), carrying the report."""
+    first = report.failures[0]
+    rules = ", ".join(first.rules) or "no rule"
+    return ContractViolation(
+        [Violation(r.rules[0], r.evidence, also=r.rules[1:]) for r in report.failures if r.rules],
+        message=f"{report.adapter_spec} broke the contract ({rules}): {first.evidence}\n\n"
+        + _text(report),
+        report=report,
+    )
 
 
 class VerificationInconclusive(ChunkAdapterError):
@@ -63,10 +65,11 @@ def check_adapter(
     """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
     Raises :class:`ContractViolation` for a confirmed violation (exit 1 on the
-    command line), :class:`VerificationInconclusive` when some check could not
-    decide (exit 3; pass ``allow_inconclusive=True`` to get the report
-    instead), and ``chunk_adapter.verify.UsageError`` when the adapter cannot be
-    imported or built (exit 2). In a test file::
+    command line; its ``report`` holds every check's result),
+    :class:`VerificationInconclusive` when some check could not decide (exit 3;
+    pass ``allow_inconclusive=True`` to get the report instead), and
+    ``chunk_adapter.verify.UsageError`` when the adapter cannot be imported or
+    built (exit 2). In a test file::
 
         from chunk_adapter.verify import check_adapter
 
@@ -82,7 +85,7 @@ def check_adapter(
         substitute=substitute,
     )
     if report.failures:
-        raise ContractViolation(report)
+        raise _violation(report)
     if report.inconclusive and not allow_inconclusive:
         raise VerificationInconclusive(report)
     return report
