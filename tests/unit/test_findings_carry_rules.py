@@ -3,8 +3,6 @@ number that only appears in a message's text is not read back out of it."""
 
 from __future__ import annotations
 
-import pytest
-
 import chunk_adapter.oracles as oracles
 import chunk_adapter.verify as verify
 from chunk_adapter.explore import stage as explore_stage
