@@ -36,17 +36,27 @@ mutable value (a list, a dict, a deque) counts as a write, since the step may
 mutate it. State the explorer cannot see — module globals, closures, objects
 kept in locals across switch points — is not in any footprint: DPOR assumes it
 is not shared between threads (see docs/explorer.md, Limitations).
+
+:class:`Tracker` is the controller's side: it gathers the running step's
+footprint and hands it over when the step ends (only while a strategy observes:
+with tracking off the controller never makes one and ``touch`` does nothing).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from .tasks import Task
 
 __all__ = [
     "HIST_ALL",
+    "OPAQUE",
     "PROGRESS",
     "TIME_PASSED",
     "Footprint",
+    "Observe",
+    "Tracker",
     "conflict",
     "request_of",
     "unwatch_state",
@@ -64,6 +74,14 @@ record reads it, so the two conflict while records of different requests do not.
 TIME_PASSED = ("time passed",)
 """In the footprint of the step a timeout starts (the virtual clock jumped because every
 task was blocked): that step runs after every earlier step, and conflicts with all of them."""
+
+OPAQUE = ("opaque",)
+"""In every footprint of an execution whose shared state DPOR cannot see (substitution
+mode, an adapter without an instance ``__dict__``): every step conflicts with every other."""
+
+Observe = Callable[[int, Footprint, dict[Any, int]], None]
+"""A strategy's ``observe(tid, footprint, held)``: task *tid* ended a step that touched
+*footprint*; *held* says who holds each lock the step touched (a task id; -1: free)."""
 
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), frozenset, range)
 
@@ -100,6 +118,55 @@ def request_of(key: str) -> str:
 
 def hist(request_id: str | None) -> tuple[str, str]:
     return HIST_ALL if not request_id or request_id == "*" else ("hist", request_id)
+
+
+def no_touch(key: object, mode: str) -> None:
+    """The controller's ``touch`` when no strategy observes footprints (tracking off)."""
+
+
+class Tracker:
+    """The running step's footprint, handed to the strategy when the step ends.
+
+    Made by the controller only when its scheduler has ``observe``; every operation
+    the explorer controls calls :meth:`touch` (as ``Controller.touch``). Runs on the
+    task holding the baton, so it needs no lock of its own.
+    """
+
+    def __init__(self, observe: Observe) -> None:
+        self._observe = observe
+        self._fp: Footprint = {}
+        # Every lock seen wanted so far (key -> the ControlledLock): end_step reports who
+        # holds those a step touched, which DPOR needs to reverse a race on a lock.
+        self._locks: dict[Any, Any] = {}
+
+    def touch(self, key: object, mode: str) -> None:
+        """The running step touched *key* in *mode* (``r``, ``w``, ``c``)."""
+        merge(self._fp, key, mode)
+
+    def end_step(self, tid: int, opaque: bool) -> None:
+        """Task *tid*'s step ended: hand its footprint, and who holds each lock it
+        touched now, to the strategy; start an empty one."""
+        fp, self._fp = self._fp, {}
+        if opaque:
+            fp[OPAQUE] = "w"
+        locks = self._locks
+        self._observe(tid, fp, {k: _owner(locks[k]) for k in fp if k in locks})
+
+    def offered(self, runnable: Sequence[Task]) -> list[Task]:
+        """The runnable tasks worth offering the strategy: not one about to acquire a lock
+        another task holds (it would only block; running it first adds a step and a race,
+        never a behaviour). All of them if that leaves none."""
+        for t in runnable:
+            if t.wants is not None:
+                self._locks[t.wants.key] = t.wants
+        offered = [t for t in runnable if t.wants is None or t.wants.owner in (None, t)]
+        return offered or list(runnable)
+
+
+def _owner(lock: Any) -> int:
+    """The task id holding *lock*, or -1 when it is free."""
+    owner = lock.owner
+    return -1 if owner is None else int(owner.tid)
 
 
 # -- the adapter's own attributes ----------------------------------------------
