@@ -18,8 +18,10 @@ a queue               put, get / empty, qsize                            w / r
 a connector key       put / get (a consuming get: w)                     w / r
 injected faults       a put or get that raised / any put or get, the      w / r
                       scenario arming one
-the history of a      every recorded call, put, get and build of that    w
-request               request (``poll``/``stop``: every request's)
+one side of a         the sender side: ``save_async``, ``cancel_sender``,  w
+request's history     builds and puts of that request; the receiver
+                      side: ``load_async``, ``cleanup_receiver`` and
+                      gets of it (``poll``/``stop``: every request's)
 the progress counter  puts, builds, values got / ``settle()`` reading     c / r
 an adapter attribute  read of an immutable value / anything else         r / w
 time passed           the step a timeout starts (all were blocked)       w: all
@@ -28,6 +30,15 @@ time passed           the step a timeout starts (all were blocked)       w: all
 Two footprints *conflict* when they share an object and their modes are not
 both ``r`` nor both ``c`` (increments commute). Steps that conflict are
 ordered by DPOR in every way; steps that do not are explored in one order only.
+
+The history is split by side because the oracles never order a sender-side
+record against a receiver-side one of the same request except through a key
+(a get returns what a put of *that key* wrote: the key conflict orders them;
+chunk ``n``'s put and gets share a key within a hop, and a pipeline is judged
+hop by hop) or through ``stop()`` and ``poll_ready()`` (every request's history,
+both sides). So a RECV thread's get of ``r_1_1`` that misses, or the script's
+``load_async("r")`` returning, commutes with the SAVE thread's put of ``r_1_0``
+or its build for ``r``; two records of one side of a request still conflict.
 
 The adapter's own state is seen through its instance attributes
 (:func:`watch_state`: the instance gets a subclass that notes every read and
@@ -50,14 +61,18 @@ from typing import Any
 from .tasks import Task
 
 __all__ = [
+    "CALL_SIDE",
     "HIST_ALL",
     "OPAQUE",
     "PROGRESS",
+    "RECV",
+    "SEND",
     "TIME_PASSED",
     "Footprint",
     "Observe",
     "Tracker",
     "conflict",
+    "hist",
     "request_of",
     "unwatch_state",
     "watch_state",
@@ -116,8 +131,20 @@ def request_of(key: str) -> str:
     return "*"
 
 
-def hist(request_id: str | None) -> tuple[str, str]:
-    return HIST_ALL if not request_id or request_id == "*" else ("hist", request_id)
+SEND, RECV = "send", "recv"
+CALL_SIDE = {"save": SEND, "cancel": SEND, "load": RECV, "cleanup": RECV}
+"""The side of a request's history each scenario call is recorded on; any other call with
+a request id (``fail_build``, ``relay``...) writes both sides."""
+
+
+def hist(request_id: str | None, side: str | None = None) -> tuple[tuple[str, ...], ...]:
+    """What a record of *request_id* on *side* (``SEND``, ``RECV``; ``None``: both) writes.
+    No request id (``poll``, ``stop``): every request's history."""
+    if not request_id or request_id == "*":
+        return (HIST_ALL,)
+    if side is None:
+        return (("hist", request_id, SEND), ("hist", request_id, RECV))
+    return (("hist", request_id, side),)
 
 
 def no_touch(key: object, mode: str) -> None:
