@@ -394,7 +394,8 @@ def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails(
 
 PROOF_EXECUTIONS = 600
 """What a PROVE scenario may need to be proved: at the 10 executions/s of a loaded 2-core
-machine, 60 s (proofs.PROOF_SECONDS). The most now: q3-build-failure, 360."""
+machine, 60 s (proofs.PROOF_SECONDS). The most now: q3-build-failure, 190 (360 before the
+history split)."""
 
 
 @pytest.mark.slow  # 10-60 s on the loaded 2-core machine (benchmarks/dpor.py --part 4)
