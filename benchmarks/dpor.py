@@ -157,7 +157,7 @@ def part5(budget: float) -> None:
         ratio = dfs.executions / dpor.executions
         # A cut run's count is a lower bound of what it needs: the ratio is then a bound.
         sign = {(True, True): "", (False, True): "≥", (True, False): "≤"}
-        bound = sign.get((dfs.complete, dpor.complete), "?")
+        bound = sign.get((dfs.complete, dpor.complete), "both cut: ")
         print(
             f"| `{name}` | {_cell(dfs)} | {dpor.executions} ({dpor.traces}) "
             f"{dpor.seconds:.1f} s {'complete' if dpor.complete else 'cut'} | "
