@@ -27,6 +27,7 @@ from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
     Aborted,
     ExplorerMisuse,
+    FactoryFailed,
     Failure,
     Scheduler,
     Step,
@@ -213,6 +214,8 @@ class Controller:
             return
         except ExplorerMisuse as exc:
             self._add_failure(Failure("uncontrolled", f"in thread {task.name!r}: {exc}"))
+        except FactoryFailed as exc:
+            self._add_failure(Failure("factory", str(exc)))
         except BaseException as exc:
             kind = "script" if is_main else "crash"
             what = "the scheduler script" if is_main else f"thread {task.name!r}"
