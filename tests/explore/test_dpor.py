@@ -246,8 +246,8 @@ def _same_verdicts(adapter: str, name: str) -> None:
     elif dpor.failure is not None:
         # DPOR has no preemption bound: it may find more. Only a broken adapter may fail.
         assert adapter != "reference", dpor.describe_failure()
-    if adapter == "reference" and dfs.complete and dpor.complete:
-        assert dpor.executions <= dfs.executions, (dfs.summary(), dpor.summary())
+    # Not compared: the executions. Unbounded, DPOR may need more than DFS at bound 2
+    # (reference x q7-stop-event-driven: 10 044 against 4 965, both complete and clean).
 
 
 @pytest.mark.parametrize(("adapter", "name"), FAST)
