@@ -12,18 +12,24 @@ budget ran out first. Part 3: executions per second of the controlled runtime
 on one scenario under random schedules (the same run, every strategy's cost).
 Part 4: each scenario of ``library.PROVE`` under ``ProofStrategy()`` (no
 preemption bound) on the reference adapter: executions, traces, seconds and
-whether the proof completed within ``--budget``.
+whether the proof completed within ``--budget``. Part 5: the cleanup-race
+variants (``q5-cleanup-inflight-get*``), DFS (bound 2) and DPOR each run to the
+end (or ``--budget``), the ratio of their executions, and what the races DPOR
+reversed had in common (by kind of shared object: which conflicts make its
+branches).
 
     python benchmarks/dpor.py                       # 60 s per run
     python benchmarks/dpor.py --budget 20 --only q7-stop-idle
     python benchmarks/dpor.py --part 2
     python benchmarks/dpor.py --part 4              # the proofs verify's hunt profile runs
+    python benchmarks/dpor.py --part 5 --budget 900 # the cleanup races to the end
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,12 +118,63 @@ def part4(budget: float) -> None:
         )
 
 
+class _CountingDpor(DporStrategy):
+    """DPOR that counts, per set of shared-object kinds, the races that planned a branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.branches: Counter[str] = Counter()
+
+    def _plan_reversal(self, i: int, j: int) -> None:
+        node = self._nodes[i - 1]
+        before = len(node.backtrack)
+        super()._plan_reversal(i, j)
+        if len(node.backtrack) == before:
+            return
+        a, b = self._events[i][1], self._events[j][1]
+        shared = {
+            _kind(k) for k, m in a.items() if k in b and (m == "w" or b[k] == "w" or m != b[k])
+        }
+        self.branches[" + ".join(sorted(shared)) or "(via a lock hand-off)"] += 1
+
+
+def _kind(key: object) -> str:
+    if isinstance(key, tuple) and key and key[0] == "attr":
+        return "attribute"
+    return str(key[0]) if isinstance(key, tuple) and key else str(key)
+
+
+def part5(budget: float) -> None:
+    print("| scenario | DFS pb=2: executions, s | DPOR: executions (traces), s | ratio |")
+    print("|---|---|---|---|")
+    notes = []
+    for name in LIBRARY:
+        if not name.startswith("q5-cleanup-inflight-get"):
+            continue
+        dfs = explore(LIBRARY[name], DfsStrategy(preemption_bound=2), time_budget=budget)
+        counting = _CountingDpor()
+        dpor = explore(LIBRARY[name], counting, time_budget=budget)
+        ratio = dfs.executions / dpor.executions
+        # A cut run's count is a lower bound of what it needs: the ratio is then a bound.
+        sign = {(True, True): "", (False, True): "≥", (True, False): "≤"}
+        bound = sign.get((dfs.complete, dpor.complete), "both cut: ")
+        print(
+            f"| `{name}` | {_cell(dfs)} | {dpor.executions} ({dpor.traces}) "
+            f"{dpor.seconds:.1f} s {'complete' if dpor.complete else 'cut'} | "
+            f"{bound}{ratio:.1f}× |",
+            flush=True,
+        )
+        top = ", ".join(f"{k} {v}" for k, v in counting.branches.most_common(5))
+        notes.append(f"{name}: branches planned by shared object: {top}")
+    print("\n".join(notes))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per run")
     parser.add_argument("--only", default=None, help="one library scenario (part 1)")
     parser.add_argument("--pipelines", action="store_true", help="part 1: pipelines too")
-    parser.add_argument("--part", type=int, choices=(1, 2, 3, 4), default=None)
+    parser.add_argument("--part", type=int, choices=(1, 2, 3, 4, 5), default=None)
     parser.add_argument("--runs", type=int, default=300, help="part 3: executions")
     args = parser.parse_args()
     if args.part in (None, 1):
@@ -128,6 +185,8 @@ def main() -> int:
         part3(args.runs)
     if args.part in (None, 4):
         part4(args.budget)
+    if args.part == 5:
+        part5(args.budget)
     return 0
 
 

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 import threading
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from . import real
-from .footprint import TIME_PASSED, Footprint, merge
+from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
     Aborted,
     ExplorerMisuse,
@@ -35,6 +33,11 @@ from .tasks import (
     Step,
     Task,
     TaskState,
+    blocked_forever,
+    caller,
+    foreign,
+    livelock,
+    stuck,
 )
 
 __all__ = [
@@ -53,10 +56,6 @@ __all__ = [
 class Pruned(Exception):
     """Raised by a strategy's ``next_task`` to end the execution early without a verdict:
     everything it could still reach was explored already (DPOR's sleep-set blocking)."""
-
-
-def _no_touch(key: object, mode: str) -> None:
-    """:meth:`Controller.touch` when no strategy asks for footprints."""
 
 
 class Controller:
@@ -112,25 +111,18 @@ class Controller:
         # Called on the driver when the execution is over, before it is frozen (the
         # explorer scans for threads it does not run there).
         self.before_finish: Callable[[], None] | None = None
-        # Footprints (DPOR): when the scheduler has observe(tid, footprint, held), every step's
-        # touched objects are collected in _fp and handed over when the step ends.
-        # With each footprint goes who holds each lock the step touched, when the step ends
-        # (-1: free), for the locks seen wanted so far (_locks: key -> lock).
-        self._observe: Callable[[int, Footprint, dict[object, int]], None] | None = getattr(
-            scheduler, "observe", None
-        )
-        self._locks: dict[object, Any] = {}
-        self.tracking = self._observe is not None
+        # Footprints (DPOR, .footprint): only when the scheduler has observe(tid, footprint,
+        # held). Tracking off: no tracker, touch does nothing, every step goes as before.
+        observe = getattr(scheduler, "observe", None)
+        self.tracker: Tracker | None = None if observe is None else Tracker(observe)
+        self.tracking = self.tracker is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
-        self.touch: Callable[[object, str], None] = self._touch if self.tracking else _no_touch
-        self._fp: Footprint = {}
+        self.touch: Callable[[object, str], None] = (
+            no_touch if self.tracker is None else self.tracker.touch
+        )
         self._serial = 0
         self.pruned = False  # the strategy ended the execution early (Pruned): no verdict
         self.opaque = False  # state outside any footprint: every step conflicts (set by run_once)
-
-    def _touch(self, key: object, mode: str) -> None:
-        """The running step touched *key* in *mode* (``r``, ``w``, ``c``): see .footprint."""
-        merge(self._fp, key, mode)
 
     def new_serial(self) -> int:
         """A number for an object made in this execution (same order, same number)."""
@@ -149,26 +141,14 @@ class Controller:
             if self.handoffs != pulse:
                 pulse, since = self.handoffs, real.monotonic()
             elif real.monotonic() - since >= self.wall_timeout:
-                self._report_stuck()
+                running = self.current.name if self.current else "?"
+                last = self.trace[-1].label if self.trace else "its start"
+                self._add_failure(stuck(running, last, self.wall_timeout))
                 break
         if self.before_finish is not None:
             self.before_finish()
         self.finish()
         self._abort_all()
-
-    def _report_stuck(self) -> None:
-        running = self.current.name if self.current else "?"
-        last = self.trace[-1].label if self.trace else "its start"
-        self._add_failure(
-            Failure(
-                "uncontrolled",
-                f"thread {running!r} did not come back to the explorer within "
-                f"{self.wall_timeout:.1f} s (real time) after '{last}': it blocks on something "
-                "the explorer does not control (a real threading primitive made outside the "
-                "execution, a socket, a C extension...). Route it through the runtime, or "
-                "substitute its module (--substitute MODULE), or give the factory a runtime=.",
-            )
-        )
 
     def finish(self) -> None:
         """Freeze the decisions and failures: the execution is over whatever runs late."""
@@ -176,7 +156,7 @@ class Controller:
             self._frozen = True
             if self.foreign and not any(f.kind == "uncontrolled" for f in self.failures):
                 # First: whatever else went wrong may be its consequence.
-                self.failures.insert(0, Failure("uncontrolled", _foreign_message(self.foreign)))
+                self.failures.insert(0, foreign(self.foreign))
 
     def _abort_all(self) -> None:
         self._aborting = True
@@ -263,7 +243,7 @@ class Controller:
         if task is None:
             name = threading.current_thread().name
             if not self._frozen:
-                self.note_foreign(f"thread {name!r} ran {_caller()} (it used the explorer's "
+                self.note_foreign(f"thread {name!r} ran {caller()} (it used the explorer's "
                                   "primitives or connector)")  # fmt: skip
             raise ExplorerMisuse(
                 f"a controlled primitive was used from thread {name!r}, which the explorer "
@@ -332,13 +312,8 @@ class Controller:
 
     def _reschedule(self, me: Task) -> None:
         self.handoffs += 1
-        if self._observe is not None and not self._frozen:
-            fp, self._fp = self._fp, {}
-            if self.opaque:
-                fp[("opaque",)] = "w"
-            locks = self._locks
-            held = {k: _owner(locks[k]) for k in fp if k in locks}
-            self._observe(me.tid, fp, held)
+        if self.tracker is not None and not self._frozen:
+            self.tracker.end_step(me.tid, self.opaque)
         nxt = self._pick(me)
         if nxt is me:
             return
@@ -362,7 +337,8 @@ class Controller:
                 return None
             timed = [t for t in blocked if t.deadline is not None]
             if not timed:
-                self._fail_blocked(blocked)
+                self._add_failure(blocked_forever(blocked, self.main_done, self.now))
+                self._done.set()
                 return None
             # Timeouts fire one at a time: the earliest deadline (then the lowest
             # id) wakes alone and runs until it blocks before the next one fires.
@@ -371,32 +347,20 @@ class Controller:
             self.now = max(self.now, first.deadline)
             self.wake(first, "timeout")
             runnable = [first]
-            if self.tracking:
-                # DPOR: the step the timeout starts runs after every step so far (it can
-                # only run once all of them are done and every task blocked).
-                self.touch(TIME_PASSED, "w")
+            # DPOR: the step the timeout starts runs after every step so far (it can
+            # only run once all of them are done and every task blocked).
+            self.touch(TIME_PASSED, "w")
         self.steps += 1
         if self.steps > self.max_steps:
-            self._fail(
-                "livelock",
-                f"more than {self.max_steps} switch points in one execution "
-                f"(virtual t={self.now:.3f} s): a thread keeps running without the "
-                "execution ending (a busy loop, or a thread that does not exit after "
-                "stop()). Raise max_steps if the scenario is just long.",
-            )
+            self._add_failure(livelock(self.max_steps, self.now))
+            self._done.set()
             return None
         if len(runnable) == 1 and not self.every_step:
             return runnable[0]
         current = me.tid if me.state is TaskState.RUNNABLE else None
         offered = runnable
-        if self.tracking:
-            # DPOR: a task about to acquire a lock another task holds would only block;
-            # running it first adds a step and a race, never a behaviour.
-            for t in runnable:
-                if t.wants is not None:
-                    self._locks[t.wants.key] = t.wants
-            offered = [t for t in runnable if t.wants is None or t.wants.owner in (None, t)]
-            offered = offered or runnable
+        if self.tracker is not None:  # DPOR: not a task that would only block on a lock
+            offered = self.tracker.offered(runnable)
             if current is not None and self.tasks[current] not in offered:
                 current = None
         try:
@@ -416,48 +380,6 @@ class Controller:
             return None
         return chosen
 
-    def _fail_blocked(self, blocked: list[Task]) -> None:
-        waits = "; ".join(f"{t.name!r} in {t.blocked_on}" for t in blocked)
-        if self.main_done:
-            self._fail(
-                "hang",
-                f"after the scheduler thread finished (stop() returned), these threads "
-                f"are blocked forever with nothing left to wake them: {waits}. A wait with "
-                "no timeout whose notify came before it (a lost wake-up).",
-            )
-        else:
-            self._fail(
-                "deadlock",
-                f"no thread can run and none has a timeout (t={self.now:.4f}): {waits}",
-            )
-
     def _fail(self, kind: str, message: str) -> None:
         self._add_failure(Failure(kind, message))
         self._done.set()
-
-
-def _owner(lock: Any) -> int:
-    """The task id holding *lock*, or -1 when it is free."""
-    owner = lock.owner
-    return -1 if owner is None else int(owner.tid)
-
-
-def _caller() -> str:
-    """``module.function`` of the innermost frame outside the explorer (who called in)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = str(frame.f_globals.get("__name__", "?"))
-        if not module.startswith("chunk_adapter.explore"):
-            return f"{module}.{frame.f_code.co_name}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return "code outside any module"
-
-
-def _foreign_message(foreign: list[str]) -> str:
-    return (
-        "threads the explorer does not run did the adapter's work during the execution: "
-        + "; ".join(foreign)
-        + ". They were started where the explorer could not see it (a C extension, a module "
-        "it did not patch, a thread made before the execution). Name that module with "
-        "--substitute MODULE (substitute=[...]), or give the factory a runtime= keyword."
-    )

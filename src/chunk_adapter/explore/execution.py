@@ -25,7 +25,7 @@ from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
-from .footprint import HIST_ALL, PROGRESS, hist, watch_state
+from .footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
 from .pipeline import Hop, call, hops, members, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
@@ -291,7 +291,8 @@ def _apply(
 ) -> None:
     kind = op.kind
     if ctl.tracking:  # DPOR's footprints: the call is recorded, faults are armed
-        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        for recorded in hist(op.request_id, CALL_SIDE.get(kind)):
+            ctl.touch(recorded, "w")
         ctl.touch(("faults", kind[5:]) if kind.startswith("fail_") else HIST_ALL, "r")
     if kind == "fail_put" or kind == "fail_get":
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
@@ -303,7 +304,8 @@ def _apply(
     else:
         call(op, adapters, ctl.note)
     if ctl.tracking:
-        ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
+        for recorded in hist(op.request_id, CALL_SIDE.get(kind)):
+            ctl.touch(recorded, "w")
         if kind.startswith("fail_"):
             ctl.touch(("faults", kind[5:]), "w")
 

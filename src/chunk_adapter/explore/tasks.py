@@ -1,11 +1,14 @@
 """What the controller deals in: tasks, steps, failures, and the scheduler it asks.
 
 Kept apart from :mod:`.controller` so the primitives and strategies can name
-these types without the scheduling core.
+these types without the scheduling core. The failures the controller diagnoses
+itself (a thread that does not come back, threads it does not run, every task
+blocked, a livelock) are worded here, each saying the fix.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,12 +20,18 @@ from . import real
 __all__ = [
     "Aborted",
     "ExplorerMisuse",
+    "FactoryFailed",
     "Failure",
     "Scheduler",
     "Step",
     "Task",
     "TaskState",
     "as_failure",
+    "blocked_forever",
+    "caller",
+    "foreign",
+    "livelock",
+    "stuck",
 ]
 
 
@@ -109,3 +118,65 @@ def as_failure(found: str | Failure) -> Failure:
     """What a checker returned, as a failure: a :class:`Failure` as it is (the default
     checker's carry their rules), a plain message as a ``violation`` naming no rule."""
     return found if isinstance(found, Failure) else Failure("violation", found)
+
+
+# -- the failures the controller diagnoses itself ----------------------------------
+
+
+def stuck(running: str, last: str, wall_timeout: float) -> Failure:
+    """Thread *running* did not come back within *wall_timeout* real seconds after *last*."""
+    return Failure(
+        "uncontrolled",
+        f"thread {running!r} did not come back to the explorer within "
+        f"{wall_timeout:.1f} s (real time) after '{last}': it blocks on something "
+        "the explorer does not control (a real threading primitive made outside the "
+        "execution, a socket, a C extension...). Route it through the runtime, or "
+        "substitute its module (--substitute MODULE), or give the factory a runtime=.",
+    )
+
+
+def foreign(seen: list[str]) -> Failure:
+    """Threads the explorer does not run did the adapter's work (*seen*: what each did)."""
+    return Failure(
+        "uncontrolled",
+        "threads the explorer does not run did the adapter's work during the execution: "
+        + "; ".join(seen)
+        + ". They were started where the explorer could not see it (a C extension, a module "
+        "it did not patch, a thread made before the execution). Name that module with "
+        "--substitute MODULE (substitute=[...]), or give the factory a runtime= keyword.",
+    )
+
+
+def blocked_forever(blocked: list[Task], main_done: bool, now: float) -> Failure:
+    """No task can run and none has a timeout: a hang after stop(), a deadlock before."""
+    waits = "; ".join(f"{t.name!r} in {t.blocked_on}" for t in blocked)
+    if main_done:
+        return Failure(
+            "hang",
+            f"after the scheduler thread finished (stop() returned), these threads "
+            f"are blocked forever with nothing left to wake them: {waits}. A wait with "
+            "no timeout whose notify came before it (a lost wake-up).",
+        )
+    return Failure("deadlock", f"no thread can run and none has a timeout (t={now:.4f}): {waits}")
+
+
+def livelock(max_steps: int, now: float) -> Failure:
+    """More than *max_steps* switch points in one execution."""
+    return Failure(
+        "livelock",
+        f"more than {max_steps} switch points in one execution "
+        f"(virtual t={now:.3f} s): a thread keeps running without the "
+        "execution ending (a busy loop, or a thread that does not exit after "
+        "stop()). Raise max_steps if the scenario is just long.",
+    )
+
+
+def caller() -> str:
+    """``module.function`` of the innermost frame outside the explorer (who called in)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", "?"))
+        if not module.startswith("chunk_adapter.explore"):
+            return f"{module}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "code outside any module"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..connectors.base import Connector, ConnectorWrapper, Subscribe, subscription
 from .controller import Controller
-from .footprint import HIST_ALL, PROGRESS, hist, request_of
+from .footprint import HIST_ALL, PROGRESS, RECV, SEND, hist, request_of
 
 __all__ = ["ExplorerBuilder", "ExplorerConnector"]
 
@@ -43,7 +43,8 @@ class ExplorerConnector(ConnectorWrapper):
         touch = self._ctl.touch
         touch(("key", key), mode)
         touch(("faults", faults), "r")  # an injected fault armed for any key may fire here
-        touch(hist(request_of(key)), "w")  # the history records it
+        for recorded in hist(request_of(key), SEND if faults == "put" else RECV):
+            touch(recorded, "w")  # the history records it, on the put's or the get's side
         touch(HIST_ALL, "r")
 
     @property
@@ -109,7 +110,8 @@ class ExplorerBuilder:
         ctl = self._ctl
         ctl.switch_point(f"build_payload({request_id!r}, {_short(snapshot, 30)}, {is_final})")
         ctl.progress += 1
-        ctl.touch(hist(request_id), "w")  # recorded; a fail_build for it may fire
+        for recorded in hist(request_id, SEND):
+            ctl.touch(recorded, "w")  # recorded; a fail_build for it may fire
         ctl.touch(HIST_ALL, "r")
         ctl.touch(PROGRESS, "c")
         try:
