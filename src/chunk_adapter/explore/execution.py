@@ -1,8 +1,8 @@
 """One execution: build the adapters on the controlled runtime, run the script, check.
 
 :func:`run_once` is the unit every strategy repeats. It gives the factory a
-connector stack ``ExplorerConnector(RecordingConnector(FaultyConnector(
-MemoryConnector)))`` shared by every member of the scenario's topology
+:class:`~chunk_adapter.bed.Bed`, ``ExplorerConnector(RecordingConnector(
+FaultyConnector(MemoryConnector)))``, shared by every member of the scenario's topology
 (:mod:`.pipeline`), and each member a recording builder, all recording into one
 :class:`~chunk_adapter.history.History`; runs the scenario's script as the
 scheduler thread; and hands the history to the checker.
@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
+from ..bed.stack import Bed
+from ..connectors import FaultyConnector, GatedBuilder
 from ..factory import reference_factory, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
 from .footprint import HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
-from .pipeline import Hop, call, hops, members, roles_for
+from .pipeline import Hop, apply, hops, members
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
 from .schedule import encode
@@ -176,14 +177,15 @@ def run_once(
         scheduler, max_steps=setup.max_steps, wall_timeout=setup.wall_timeout, every_step=every_step
     )
     runtime = ControlledRuntime(ctl)
-    history = History()
-    memory = MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
-    faulty = FaultyConnector(memory)
-    connector = ExplorerConnector(RecordingConnector(faulty, history), ctl)
+    bed = Bed(
+        consume_on_get=scenario.consume_on_get, notify=scenario.notify, faulty=True, record=True
+    )
+    history = bed.history
+    connector = bed.wrap(lambda inner: ExplorerConnector(inner, ctl))
     layout = members(scenario.topology, scenario.stage_id)
     build_roles: dict[int, str] = {}
     builders = {
-        m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
+        m.role: bed.builder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
     quiescent_at: list[int | None] = [None]
     options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
@@ -216,7 +218,7 @@ def run_once(
             if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
                 quiescent_at[0] = history.tick()
             ctl.note(str(op))
-            _apply(op, adapters, ctl, runtime, scenario, faulty, builders)
+            _apply(op, adapters, ctl, runtime, scenario, bed.faulty, builders)
 
     baseline = frozenset(sys._current_frames())
     ctl.before_finish = lambda: _scan_threads(ctl, baseline)
@@ -281,19 +283,20 @@ def _apply(
     faulty: FaultyConnector,
     builders: dict[str, GatedBuilder],
 ) -> None:
+    """:func:`.pipeline.apply` with the controller's hooks: DPOR's footprints around the
+    op, a ``settle()`` in virtual time, notes in the trace."""
     kind = op.kind
     if ctl.tracking:  # DPOR's footprints: the call is recorded, faults are armed
         ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
         ctl.touch(("faults", kind[5:]) if kind.startswith("fail_") else HIST_ALL, "r")
-    if kind == "fail_put" or kind == "fail_get":
-        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
-    elif kind == "fail_build":
-        for role in roles_for(op, tuple(adapters)):
-            builders[role].fail(op.request_id, times=op.times)
-    elif kind == "settle":
-        _settle(ctl, runtime, scenario)
-    else:
-        call(op, adapters, ctl.note)
+    apply(
+        op,
+        adapters,
+        faulty,
+        builders,
+        settle=lambda: _settle(ctl, runtime, scenario),
+        note=ctl.note,
+    )
     if ctl.tracking:
         ctl.touch(hist(op.request_id) if op.request_id else HIST_ALL, "w")
         if kind.startswith("fail_"):

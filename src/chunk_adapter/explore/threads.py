@@ -2,10 +2,12 @@
 
 :func:`run_threads` runs a scenario's script on the calling thread against an
 adapter on :class:`~chunk_adapter.runtime.ThreadingRuntime` (the OS schedules
-everything), with the same connector stack, recording and checker as the
-explorer. ``settle()`` waits in real time until nothing has happened for
-``idle`` seconds. After ``stop()`` a thread still alive counts as a hang.
-Nothing here is deterministic: it is what "run it 200 times in CI" finds.
+everything), with the same :class:`~chunk_adapter.bed.Bed`, op interpreter
+(:func:`.pipeline.apply`) and checker as the explorer, a
+:class:`~chunk_adapter.bed.progress.Progress` on top. ``settle()`` waits in real
+time until nothing has changed for ``idle`` seconds. After ``stop()`` a thread
+still alive counts as a hang. Nothing here is deterministic: it is what "run it
+200 times in CI" finds.
 """
 
 from __future__ import annotations
@@ -17,41 +19,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
-from ..connectors.base import Connector, ConnectorWrapper
+from ..bed.progress import Progress
+from ..bed.stack import Bed
 from ..factory import accepted_options, reference_factory, takes_keyword
-from ..history import History
 from .checks import default_checker, default_wrap
 from .controller import Failure
 from .execution import QUIET, Execution, _put_tries, _RoleHistory
-from .pipeline import call, hops, members, roles_for
-from .scenario import Op, Scenario
+from .pipeline import apply, hops, members
+from .scenario import Scenario
 
 __all__ = ["ThreadRun", "run_threads"]
-
-
-class _Progress(ConnectorWrapper):
-    """Counts puts and values got, for a real-time ``settle()``."""
-
-    def __init__(self, inner: Connector) -> None:
-        super().__init__(inner)
-        # Guards count; taken for one increment; nobody waits on it.
-        self._lock = threading.Lock()
-        self.count = 0
-
-    def _bump(self) -> None:
-        with self._lock:
-            self.count += 1
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        self._bump()
-        self.inner.put(key, value)
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        value = self.inner.get(key)
-        if value is not None:
-            self._bump()
-        return value
 
 
 @dataclass
@@ -76,15 +53,15 @@ def run_threads(
     """Run *scenario* once on real threads and check it like the explorer does."""
     factory = factory if factory is not None else reference_factory
     start = time.perf_counter()
-    history = History()
-    faulty = FaultyConnector(
-        MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
+    bed = Bed(
+        consume_on_get=scenario.consume_on_get, notify=scenario.notify, faulty=True, record=True
     )
-    progress = _Progress(RecordingConnector(faulty, history))
+    history = bed.history
+    progress = bed.wrap(Progress)
     layout = members(scenario.topology, scenario.stage_id)
     build_roles: dict[int, str] = {}
     builders = {
-        m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
+        m.role: bed.builder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
     }
     options = accepted_options(factory, scenario.options)
     kwargs: dict[str, Any] = dict(options)
@@ -113,7 +90,14 @@ def run_threads(
         for i, op in enumerate(script):
             if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
                 cut = history.tick()
-            _apply(op, adapters, faulty, builders, progress, idle, settle_limit)
+            apply(
+                op,
+                adapters,
+                bed.faulty,
+                builders,
+                settle=lambda: progress.wait_quiet(idle, settle_limit),
+                note=lambda line: None,
+            )
     run.failures += [Failure("crash", f"thread {name!r} raised {exc!r}") for name, exc in died]
     stuck = [t.name for a in raw for t in getattr(a, "threads", list)() if t.is_alive()]
     if stuck:
@@ -152,29 +136,3 @@ def _crashes() -> Iterator[list[tuple[str, BaseException | None]]]:
         yield died
     finally:
         threading.excepthook = previous
-
-
-def _apply(
-    op: Op,
-    adapters: dict[str, Any],
-    faulty: FaultyConnector,
-    builders: dict[str, GatedBuilder],
-    progress: _Progress,
-    idle: float,
-    settle_limit: float,
-) -> None:
-    kind = op.kind
-    if kind in ("fail_put", "fail_get"):
-        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
-    elif kind == "fail_build":
-        for role in roles_for(op, tuple(adapters)):
-            builders[role].fail(op.request_id, times=op.times)
-    elif kind == "settle":
-        deadline = time.monotonic() + settle_limit
-        seen, quiet_since = progress.count, time.monotonic()
-        while time.monotonic() - quiet_since < idle and time.monotonic() < deadline:
-            time.sleep(idle / 10)  # real threads: settling is waiting for real
-            if progress.count != seen:
-                seen, quiet_since = progress.count, time.monotonic()
-    else:
-        call(op, adapters, lambda line: None)
