@@ -133,23 +133,17 @@ class Bed:
     @property
     def gated(self) -> GatedConnector:
         """The gated layer (``gated=True``)."""
-        if self._gated is None:
-            raise UsageError("this Bed has no gated layer: build it with Bed(gated=True)")
-        return self._gated
+        return _layer(self._gated, "gated")
 
     @property
     def faulty(self) -> FaultyConnector:
         """The faulty layer (``faulty=True``)."""
-        if self._faulty is None:
-            raise UsageError("this Bed has no faulty layer: build it with Bed(faulty=True)")
-        return self._faulty
+        return _layer(self._faulty, "faulty")
 
     @property
     def recording(self) -> RecordingConnector:
         """The recording layer (``record=True`` or a History)."""
-        if self._recording is None:
-            raise UsageError("this Bed records nothing: build it with Bed(record=True)")
-        return self._recording
+        return _layer(self._recording, "record")
 
     @property
     def history(self) -> History:
@@ -249,3 +243,12 @@ class Bed:
 
     def __repr__(self) -> str:
         return f"Bed({self.connector!r})"
+
+
+L = TypeVar("L")
+
+
+def _layer(layer: L | None, option: str) -> L:
+    if layer is None:
+        raise UsageError(f"this Bed has no {option!r} layer: build it with Bed({option}=True)")
+    return layer

@@ -22,13 +22,7 @@ from dataclasses import dataclass
 
 from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, SENDER_STAGE, Bed
 from ..bed.waiting import call_in_thread
-from ..connectors import (
-    FaultyConnector,
-    GatedBuilder,
-    GatedConnector,
-    MemoryConnector,
-    RecordingConnector,
-)
+from ..connectors import GatedBuilder
 from ..factory import AdapterFactory, AdapterLike
 from ..oracles import RecordedPipeline
 from .watch import WatchedHistory
@@ -65,10 +59,7 @@ class World:
     """One example's connectors, builder and adapters (module doc)."""
 
     history: WatchedHistory
-    memory: MemoryConnector
-    gated: GatedConnector
-    faulty: FaultyConnector
-    connector: RecordingConnector
+    bed: Bed
     builder: GatedBuilder
     sender: AdapterLike
     receiver: AdapterLike
@@ -89,16 +80,11 @@ class World:
         builder = bed.builder()
         sender, receiver = bed.pair(factory, build_payload=builder, loopback=loopback)
         adapter = RecordedPipeline(sender, receiver, history)
-        assert bed.memory is not None  # a Bed without base= has its memory layer
-        return cls(
-            history, bed.memory, bed.gated, bed.faulty, bed.recording, builder, sender, receiver,
-            adapter,
-        )  # fmt: skip
+        return cls(history, bed, builder, sender, receiver, adapter)
 
     def close(self) -> None:
         """Open every gate and stop the adapters, each stop bounded; errors ignored."""
-        self.gated.release_all()
-        self.builder.release_all()
+        self.bed.release_all()
         for raw in [self.sender] if self.loopback else [self.sender, self.receiver]:
             with contextlib.suppress(Exception):  # after a failure, the failure is what matters
                 bounded(raw.stop, CLOSE_BOUND)

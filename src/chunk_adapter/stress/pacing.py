@@ -19,7 +19,7 @@ from ..bed.stack import Bed
 from ..factory import AdapterFactory
 from .measure import CountingConnector, measure_window
 from .report import DEFAULT_SEED, StressReport
-from .rig import Pipeline, pipeline_on, setting
+from .rig import Pipeline, make_adapter, setting
 from .scheduler import timed_stop
 from .verdicts import switch_interval
 
@@ -32,7 +32,7 @@ def _bare(factory: AdapterFactory, notify: bool) -> tuple[Pipeline, CountingConn
     bed = Bed(notify=notify)
     counting = bed.wrap(CountingConnector)
     watch = bed.wrap(Progress)
-    return pipeline_on(bed, factory), counting, watch
+    return make_adapter(factory, bed), counting, watch
 
 
 def idle_polling(

@@ -31,14 +31,7 @@ from ..bed.pair import AdapterPair
 from ..bed.progress import Progress
 from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, Bed
 from ..bed.stack import SENDER_STAGE as STAGE
-from ..connectors import (
-    FaultRule,
-    FaultyConnector,
-    GatedBuilder,
-    GatedConnector,
-    MemoryConnector,
-    RecordingConnector,
-)
+from ..connectors import FaultRule, GatedBuilder
 from ..connectors.base import Connector
 from ..factory import AdapterFactory, AdapterLike, accepted_options
 from ..history import History
@@ -52,7 +45,6 @@ __all__ = [
     "Rig",
     "Watchdog",
     "make_adapter",
-    "pipeline_on",
     "setting",
 ]
 
@@ -151,28 +143,16 @@ def _is_count(value: Any) -> bool:
 
 def make_adapter(
     factory: AdapterFactory,
-    connector: Connector,
+    connector: Connector | Bed,
     *,
     build_payload: Callable[[str, Any, bool], Any] | None = None,
     loopback: bool = False,
     **options: Any,
 ) -> Pipeline:
-    """Build the adapters under test (module doc) over *connector*, passing only the
-    *options* the factory accepts. The receiver gets no ``build_payload``: it never builds."""
-    return pipeline_on(
-        Bed(base=connector), factory, build_payload=build_payload, loopback=loopback, **options
-    )
-
-
-def pipeline_on(
-    bed: Bed,
-    factory: AdapterFactory,
-    *,
-    build_payload: Callable[[str, Any, bool], Any] | None = None,
-    loopback: bool = False,
-    **options: Any,
-) -> Pipeline:
-    """:func:`make_adapter` on *bed*'s outermost connector."""
+    """Build the adapters under test (module doc) over *connector* (a bed: its outermost
+    connector), passing only the *options* the factory accepts. The receiver gets no
+    ``build_payload``: it never builds."""
+    bed = connector if isinstance(connector, Bed) else Bed(base=connector)
     accepted = accepted_options(factory, options)
     return Pipeline(*bed.pair(factory, build_payload=build_payload, loopback=loopback, **accepted))
 
@@ -206,23 +186,6 @@ class Rig:
     @property
     def history(self) -> History:
         return self.bed.history
-
-    @property
-    def memory(self) -> MemoryConnector:
-        assert self.bed.memory is not None  # Rig.build makes the memory layer
-        return self.bed.memory
-
-    @property
-    def gated(self) -> GatedConnector:
-        return self.bed.gated
-
-    @property
-    def faulty(self) -> FaultyConnector:
-        return self.bed.faulty
-
-    @property
-    def recording(self) -> RecordingConnector:
-        return self.bed.recording
 
     @property
     def stage(self) -> int:
@@ -259,8 +222,8 @@ class Rig:
     def adapter(self, factory: AdapterFactory, **options: Any) -> Pipeline:
         """Build the adapters under test on this rig; remembers which threads existed before."""
         self.threads_before = set(threading.enumerate())
-        return pipeline_on(
-            self.bed, factory, build_payload=self.builder, loopback=self.loopback, **options
+        return make_adapter(
+            factory, self.bed, build_payload=self.builder, loopback=self.loopback, **options
         )
 
     def new_threads(self, exclude: Iterable[threading.Thread] = ()) -> list[threading.Thread]:
