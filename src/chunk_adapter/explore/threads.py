@@ -2,8 +2,8 @@
 
 :func:`run_threads` runs a scenario's script on the calling thread against an
 adapter on :class:`~chunk_adapter.runtime.ThreadingRuntime` (the OS schedules
-everything), with the same :class:`~chunk_adapter.bed.Bed`, op interpreter
-(:func:`.pipeline.apply`) and checker as the explorer, a
+everything), with the same :class:`~.scenario_bed.ScenarioBed` (connector stack,
+builders, op interpreter) and checker as the explorer, a
 :class:`~chunk_adapter.bed.progress.Progress` on top. ``settle()`` waits in real
 time until nothing has changed for ``idle`` seconds. After ``stop()`` a thread
 still alive counts as a hang. Nothing here is deterministic: it is what "run it
@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..bed.progress import Progress
-from ..bed.stack import Bed
 from ..factory import accepted_options, reference_factory, takes_keyword
 from .checks import default_checker, default_wrap
 from .controller import Failure
-from .execution import QUIET, Execution, _put_tries, _RoleHistory
-from .pipeline import apply, hops, members
+from .execution import QUIET, Execution, _put_tries
+from .pipeline import hops
 from .scenario import Scenario
+from .scenario_bed import ScenarioBed
 
 __all__ = ["ThreadRun", "run_threads"]
 
@@ -53,51 +53,30 @@ def run_threads(
     """Run *scenario* once on real threads and check it like the explorer does."""
     factory = factory if factory is not None else reference_factory
     start = time.perf_counter()
-    bed = Bed(
-        consume_on_get=scenario.consume_on_get, notify=scenario.notify, faulty=True, record=True
-    )
-    history = bed.history
-    progress = bed.wrap(Progress)
-    layout = members(scenario.topology, scenario.stage_id)
-    build_roles: dict[int, str] = {}
-    builders = {
-        m.role: bed.builder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
-    }
+    stand = ScenarioBed(scenario, Progress)
+    progress = stand.connector
+    assert isinstance(progress, Progress)
     options = accepted_options(factory, scenario.options)
     kwargs: dict[str, Any] = dict(options)
     if takes_keyword(factory, "logger"):
         kwargs["logger"] = QUIET
     wrap = default_wrap()
     raw: list[Any] = []
-    adapters: dict[str, Any] = {}
-    for m in layout:
+    for m in stand.layout:
         adapter = factory(
             progress,
             stage_id=m.stage_id,
             src_stage_id=m.src_stage_id,
-            build_payload=builders[m.role],
+            build_payload=stand.builders[m.role],
             **kwargs,
         )
         raw.append(adapter)
-        target = wrap(adapter, history) if wrap is not None else adapter
-        if len(layout) > 1 and hasattr(target, "name"):
-            target.name = m.role
-        adapters[m.role] = target
+        stand.drive(m, adapter, wrap)
     run = ThreadRun()
-    cut: int | None = None
-    script = scenario.script
     with _crashes() as died:
-        for i, op in enumerate(script):
-            if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
-                cut = history.tick()
-            apply(
-                op,
-                adapters,
-                bed.faulty,
-                builders,
-                settle=lambda: progress.wait_quiet(idle, settle_limit),
-                note=lambda line: None,
-            )
+        stand.run_script(
+            settle=lambda: progress.wait_quiet(idle, settle_limit), note=lambda line: None
+        )
     run.failures += [Failure("crash", f"thread {name!r} raised {exc!r}") for name, exc in died]
     stuck = [t.name for a in raw for t in getattr(a, "threads", list)() if t.is_alive()]
     if stuck:
@@ -109,12 +88,12 @@ def run_threads(
         trace=[],
         steps=0,
         virtual_time=0.0,
-        history=history,
-        cut=cut,
+        history=stand.history,
+        cut=stand.cut,
         options=options,
         put_tries=_put_tries(factory, options),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
-        build_roles=build_roles,
+        build_roles=stand.build_roles,
     )
     run.failures += [Failure("violation", m) for m in default_checker(execution)]
     run.seconds = time.perf_counter() - start
