@@ -14,21 +14,30 @@ and in pytest); :func:`load_factory` resolves it with errors that say what to fi
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import logging
+import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .errors import UsageError
 
+LOG = logging.getLogger(__name__)
+
 __all__ = [
     "REFERENCE",
     "AdapterFactory",
     "AdapterLike",
+    "LoadedFactory",
     "accepted_options",
     "accepts_runtime",
     "load_factory",
+    "loaded",
     "reference_factory",
+    "refused_keywords",
     "takes_keyword",
 ]
 
@@ -99,8 +108,93 @@ def load_factory(spec: str) -> AdapterFactory:
     if not callable(obj):
         raise UsageError(f"{spec!r} names {obj!r}, which is not callable; name a factory")
     _check_signature(spec, obj)
-    factory: AdapterFactory = obj
-    return factory
+    return loaded(obj)
+
+
+# The keywords the contract gives every factory; a factory that rejects one of them is
+# misnamed or broken, and the suite says so rather than leaving the keyword out.
+CONTRACT_KEYWORDS = frozenset({"stage_id", "src_stage_id", "build_payload"})
+_UNEXPECTED = re.compile(r"unexpected keyword argument '([A-Za-z_][A-Za-z0-9_]*)'")
+
+
+class LoadedFactory:
+    """A factory as the suite calls it: the user's callable, plus the optional keywords
+    (``runtime``, ``logger``, ``put_tries``...) it turned out not to take.
+
+    A factory with ``**kwargs`` may hand them to a constructor that declares fewer;
+    its signature says "any keyword" and only a call tells. When a call fails with
+    ``TypeError: ... unexpected keyword argument 'X'`` for an optional keyword the
+    suite passed, ``X`` is remembered, left out, and the call made again; from then
+    on :func:`takes_keyword` answers ``False`` for it. A contract keyword
+    (``stage_id``, ``src_stage_id``, ``build_payload``) is never left out.
+    """
+
+    def __init__(self, factory: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, factory)
+        self.__wrapped__ = factory
+        # _lock guards rejected (stage threads may build adapters at once); nobody waits on it.
+        self._lock = threading.Lock()
+        self.rejected: set[str] = set()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        while True:
+            with self._lock:
+                call = {k: v for k, v in kwargs.items() if k not in self.rejected}
+            try:
+                return self.__wrapped__(*args, **call)
+            except TypeError as exc:
+                name = _unexpected_keyword(exc)
+                if name is None or name not in call or name in CONTRACT_KEYWORDS:
+                    raise
+                LOG.info(
+                    "factory %r does not take %s=; building its adapters without it",
+                    self.__wrapped__, name,
+                )  # fmt: skip
+                with self._lock:
+                    self.rejected.add(name)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+def loaded(factory: Callable[..., Any]) -> AdapterFactory:
+    """*factory* as a :class:`LoadedFactory` (itself if it already is one): the same
+    one for the same callable, so what one driver learns the others know."""
+    if isinstance(factory, LoadedFactory):
+        return factory
+    try:
+        with _LOADED_LOCK:
+            found = _LOADED.get(factory)
+            if found is None:
+                found = _LOADED[factory] = LoadedFactory(factory)
+            return found
+    except TypeError:  # unhashable callable: no sharing
+        return LoadedFactory(factory)
+
+
+# _LOADED maps each callable loaded so far to its LoadedFactory (a handful per process);
+# _LOADED_LOCK guards it. Nobody waits on it.
+_LOADED: dict[Any, LoadedFactory] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def _unexpected_keyword(exc: TypeError) -> str | None:
+    found = _UNEXPECTED.search(str(exc))
+    return found.group(1) if found else None
+
+
+def refused_keywords(factory: Callable[..., Any]) -> set[str]:
+    """The keywords a :class:`LoadedFactory` anywhere in *factory*'s ``__wrapped__``
+    chain has found it does not take."""
+    out: set[str] = set()
+    seen = 0
+    obj: Any = factory
+    while obj is not None and seen < 20:
+        if isinstance(obj, LoadedFactory):
+            with obj._lock:
+                out |= obj.rejected
+        obj, seen = getattr(obj, "__wrapped__", None), seen + 1
+    return out
 
 
 def _check_signature(spec: str, factory: Callable[..., Any]) -> None:
@@ -125,7 +219,9 @@ def takes_keyword(factory: Callable[..., Any], name: str) -> bool:
     The one answer to "does the factory accept this keyword" for every driver.
     """
     params = _parameters(factory)
-    return params is not None and (name in params or _takes_any(params))
+    if params is None or name in refused_keywords(factory):
+        return False
+    return name in params or _takes_any(params)
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -134,8 +230,9 @@ def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> di
     params = _parameters(factory)
     if params is None:
         return {}
+    rejected = refused_keywords(factory)
     if _takes_any(params):
-        return dict(options)
+        return {k: v for k, v in options.items() if k not in rejected}
     return {k: v for k, v in options.items() if k in params}
 
 

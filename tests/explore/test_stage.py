@@ -77,6 +77,23 @@ def test_a_block_on_a_real_primitive_makes_it_inconclusive_not_a_violation() -> 
     assert "did not come back to the explorer" in first.evidence, first
 
 
+def test_a_factory_that_refuses_the_explorers_keywords_is_inconclusive_not_a_violation() -> None:
+    results = stage("tests.explore.shapes.strict_options:make_refusing", seconds=8.0)
+    assert "fail" not in verdicts(results), [(r.name, r.evidence) for r in results]
+    first = next(r for r in results if r.verdict == "inconclusive")
+    assert first.evidence.startswith("[factory] not a verdict on the adapter"), first
+    assert "ValueError" in first.evidence and "runtime" in first.evidence, first
+
+
+def test_a_forwarding_factory_gets_only_the_keywords_its_constructor_takes() -> None:
+    results = stage("tests.explore.shapes.strict_options:make_forwarding", seconds=60.0)
+    assert "pass" in verdicts(results), results  # built, driven and judged
+    undecided = [r for r in results if r.verdict != "pass"]
+    # only the budget may leave scenarios undecided: never the factory, never a violation
+    assert all(r.verdict == "inconclusive" for r in undecided), undecided
+    assert all("time budget" in r.coverage or r.coverage.startswith("0 of") for r in undecided)
+
+
 def test_a_failure_that_does_not_replay_is_inconclusive() -> None:
     from tests.explore.shapes import flaky
 

@@ -10,6 +10,7 @@ one that never returns fails the test instead of hanging it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -63,3 +64,32 @@ def test_stop_from_every_state_many_seeds_slow(
             switch_interval_s=TINY_SWITCH_INTERVAL if offset % 2 else None,
         )
     )
+
+
+class _OwnJoinTimeout:
+    """The reference adapter with a fixed 2 s join timeout it does not show: its factory
+    takes no ``join_timeout=`` and the object has no ``join_timeout`` attribute."""
+
+    def __init__(self, connector: object, **options: object) -> None:
+        from chunk_adapter.adapter import ChunkAdapter
+
+        options.pop("join_timeout", None)
+        self._inner = ChunkAdapter(connector, join_timeout=2.0, **options)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        if name == "join_timeout":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+@pytest.mark.rule("R18")
+def test_a_join_timeout_the_adapter_keeps_to_itself_is_not_held_to_the_references_R18(
+    seed: int, expect_ok: Expect
+) -> None:
+    """A stop() that waits out its own 2 s join timeout keeps R18; the suite cannot read
+    that timeout, so it allows what any sane one keeps (5 s), not the reference's 1 s."""
+    start = time.monotonic()
+    report = prompt_stop(_OwnJoinTimeout, state="build_blocked", seed=seed)
+    took = time.monotonic() - start
+    expect_ok(report)
+    assert took >= 2.0, f"stop() never waited out its 2 s join timeout ({took:.2f} s in all)"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.errors import InvalidValue
 from chunk_adapter.factory import (
     REFERENCE,
+    LoadedFactory,
     accepted_options,
     accepts_runtime,
     load_factory,
@@ -58,7 +60,7 @@ def fake_module() -> Iterator[types.ModuleType]:
 
 def test_reference_spec_loads_the_reference_adapter() -> None:
     factory = load_factory(REFERENCE)
-    assert factory is ChunkAdapter
+    assert inspect.unwrap(factory) is ChunkAdapter
     adapter = factory(MemoryConnector(), stage_id=1)
     try:
         assert isinstance(adapter, ChunkAdapter)
@@ -76,7 +78,8 @@ def test_reference_factory_builds_with_options() -> None:
 
 
 def test_good_and_dotted_specs(fake_module: types.ModuleType) -> None:
-    assert load_factory(f"{FAKE}:good") is fake_module.good
+    assert inspect.unwrap(load_factory(f"{FAKE}:good")) is fake_module.good
+    assert load_factory(f"{FAKE}:good") is load_factory(f"{FAKE}:good")  # one per callable
     made: object = load_factory(f"{FAKE}:Holder.make")(object(), stage_id=4)
     assert made == ("built", 4)
 
@@ -150,3 +153,61 @@ def test_accepted_options_keeps_only_what_the_factory_takes() -> None:
     assert accepted_options(any_keyword, options) == options
     assert accepted_options(any_keyword, options) is not options  # a copy, safe to extend
     assert accepted_options(42, options) == {}  # type: ignore[arg-type]
+
+
+class _Strict:
+    """An adapter stand-in whose constructor takes the contract keywords only."""
+
+    def __init__(
+        self, connector: Any, *, stage_id: int, src_stage_id: Any = None, build_payload: Any = None
+    ) -> None:
+        self.stage_id = stage_id
+
+    @classmethod
+    def create(cls, connector: Any, **options: Any) -> _Strict:
+        return cls(connector, **options)  # a **kwargs factory that forwards everything
+
+
+def test_an_optional_keyword_a_forwarding_factory_refuses_is_left_out_and_remembered() -> None:
+    factory = LoadedFactory(_Strict.create)
+    assert takes_keyword(factory, "logger")  # **options: the signature cannot tell
+    made = factory(object(), stage_id=2, build_payload=None, logger=1, put_tries=3)
+    assert isinstance(made, _Strict) and made.stage_id == 2
+    assert factory.rejected == {"logger", "put_tries"}
+    assert not takes_keyword(factory, "logger") and accepts_runtime(factory)
+    assert accepted_options(factory, {"logger": 1, "notify": True}) == {"notify": True}
+    assert factory.__qualname__ == "_Strict.create" and factory.__module__ == __name__
+
+
+def test_what_a_loaded_factory_learned_is_seen_through_another_wrapper() -> None:
+    factory = LoadedFactory(_Strict.create)
+    factory(object(), stage_id=1, logger=1)
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        return factory(*args, **kwargs)
+
+    watched.__wrapped__ = factory  # type: ignore[attr-defined]  # as verify's watchdog does
+    assert not takes_keyword(watched, "logger") and takes_keyword(watched, "notify")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        # a contract keyword is never left out: the factory is told it must take it
+        ({"stage_id": 1, "src_stage_id": None, "build_payload": None}, "build_payload"),
+        # a TypeError about a keyword the suite did not pass is the factory's own
+        ({"stage_id": 1}, "colour"),
+    ],
+)
+def test_a_refused_contract_keyword_or_an_unrelated_type_error_is_raised(
+    kwargs: dict[str, Any], match: str
+) -> None:
+    def refuses(connector: Any, **options: Any) -> Any:
+        if "build_payload" in options:
+            raise TypeError("make() got an unexpected keyword argument 'build_payload'")
+        raise TypeError("Paint() got an unexpected keyword argument 'colour'")
+
+    factory = LoadedFactory(refuses)
+    with pytest.raises(TypeError, match=match):
+        factory(object(), **kwargs)
+    assert factory.rejected == set()

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from ..connectors import MemoryConnector
-from ..factory import accepts_runtime
+from ..factory import accepts_runtime, loaded
 from ..runtime import ThreadingRuntime, ThreadLike
 from . import real
 from .patches import installed
@@ -106,16 +106,11 @@ def _discover(factory: Callable[..., Any], timeout: float) -> _Seen:
 
     def build() -> None:
         spy = _Spy()
-        kwargs: dict[str, Any] = {"runtime": spy} if accepts_runtime(factory) else {}
-        try:
-            adapter = factory(MemoryConnector(), stage_id=0, build_payload=None, **kwargs)
-        except TypeError as exc:
-            if not kwargs or "runtime" not in str(exc):
-                raise
-            kwargs = {}
-            adapter = factory(MemoryConnector(), stage_id=0, build_payload=None)
+        factory_ = loaded(factory)  # leaves runtime= out, and says so, if it is refused
+        kwargs: dict[str, Any] = {"runtime": spy} if accepts_runtime(factory_) else {}
+        adapter = factory_(MemoryConnector(), stage_id=0, build_payload=None, **kwargs)
         seen.adapter_type = type(adapter)
-        seen.runtime_taken = bool(kwargs)
+        seen.runtime_taken = accepts_runtime(factory_)
         seen.spy_used = spy.used
         mine = {id(t) for t in spy.threads} | {id(threading.current_thread())}
         seen.own_threads = tuple(

@@ -26,7 +26,16 @@ from typing import Any
 
 from . import real
 from .footprint import TIME_PASSED, Footprint, merge
-from .tasks import Aborted, ExplorerMisuse, Failure, Scheduler, Step, Task, TaskState
+from .tasks import (
+    Aborted,
+    ExplorerMisuse,
+    FactoryFailed,
+    Failure,
+    Scheduler,
+    Step,
+    Task,
+    TaskState,
+)
 
 __all__ = [
     "Aborted",
@@ -225,6 +234,8 @@ class Controller:
             return
         except ExplorerMisuse as exc:
             self._add_failure(Failure("uncontrolled", f"in thread {task.name!r}: {exc}"))
+        except FactoryFailed as exc:
+            self._add_failure(Failure("factory", str(exc)))
         except BaseException as exc:
             kind = "script" if is_main else "crash"
             what = "the scheduler script" if is_main else f"thread {task.name!r}"

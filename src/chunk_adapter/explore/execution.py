@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..factory import reference_factory, takes_keyword
+from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -31,6 +31,7 @@ from .primitives import ControlledCondition, ControlledEvent, ControlledLock, Co
 from .scenario import Op, Scenario
 from .scenario_bed import ScenarioBed
 from .schedule import encode
+from .tasks import FactoryFailed
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
@@ -76,12 +77,16 @@ class Setup:
     memo: dict[Any, Any] = field(default_factory=dict)
     """What executions of this run ask of the factory's signature, asked once."""
 
+    def __post_init__(self) -> None:
+        self.factory = loaded(self.factory)  # optional keywords it refuses are left out
+
     def takes(self, name: str) -> bool:
         """``takes_keyword`` of the factory, remembered (``inspect.signature`` is slow)."""
         key = ("takes", name)
         if key not in self.memo:
             self.memo[key] = takes_keyword(self.factory, name)
-        return bool(self.memo[key])
+        # what the signature says, remembered; what a build refused, asked each time
+        return bool(self.memo[key]) and name not in refused_keywords(self.factory)
 
     def put_tries(self, options: dict[str, Any]) -> int | None:
         """:func:`_put_tries` of the factory with *options*, remembered."""
@@ -173,13 +178,16 @@ def run_once(
                 kwargs["runtime"] = runtime
             if "logger" not in kwargs and setup.takes("logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
-            adapter = setup.factory(
-                stand.connector,
-                stage_id=m.stage_id,
-                src_stage_id=m.src_stage_id,
-                build_payload=ExplorerBuilder(stand.builders[m.role], ctl),
-                **kwargs,
-            )
+            try:
+                adapter = setup.factory(
+                    stand.connector,
+                    stage_id=m.stage_id,
+                    src_stage_id=m.src_stage_id,
+                    build_payload=ExplorerBuilder(stand.builders[m.role], ctl),
+                    **kwargs,
+                )
+            except Exception as exc:
+                raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
@@ -212,7 +220,8 @@ def run_once(
         failures=list(ctl.failures),
         cut=stand.cut,
         options=options,
-        put_tries=setup.put_tries(options),
+        # the options the adapter was built with: a refused put_tries= was left out
+        put_tries=setup.put_tries({k: v for k, v in options.items() if setup.takes(k)}),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
         build_roles=stand.build_roles,
         mode=setup.control.mode if setup.control else "white-box",
@@ -278,11 +287,21 @@ def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> 
             seen, last_change = ctl.progress, ctl.now
 
 
+def _factory_failed(factory: Any, member: Any, kwargs: dict[str, Any], exc: Exception) -> str:
+    keywords = ", ".join(["stage_id", "src_stage_id", "build_payload", *sorted(kwargs)])
+    return (
+        f"the factory {factory!r} raised {exc!r} when the explorer built the {member.role} "
+        f"(stage_id={member.stage_id}) with keywords {keywords}: the adapter was never "
+        "driven. Let the factory take (or ignore, with **kwargs) the optional keywords "
+        "it is given"
+    )
+
+
 def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | None:
     """The put tries the adapter runs with: the option, else the factory's default."""
     if "put_tries" in options:
         return int(options["put_tries"])
-    if factory is reference_factory:
+    if inspect.unwrap(factory) is reference_factory:
         from ..adapter import ChunkAdapter
 
         factory = ChunkAdapter

@@ -42,8 +42,9 @@ __all__ = ["EXPLORE_RUNS", "plan", "run_stage"]
 EXPLORE_RUNS = {name: p.explore_runs for name, p in PROFILES.items()}
 # Rules for explorer failures that are not oracle violations (those name theirs).
 KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
-# Failures that say the run was not under the explorer's control: never a violation.
-NOT_CONTROLLED = ("uncontrolled", "diverged")
+# Failures that say the run was not under the explorer's control, or that the factory
+# could not build the adapter (nothing was driven yet): never a violation.
+NOT_CONTROLLED = ("uncontrolled", "diverged", "factory")
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
 STRATEGIES = ("pct", "random")
 

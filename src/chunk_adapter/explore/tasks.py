@@ -36,6 +36,11 @@ class ExplorerMisuse(RuntimeError):
     """The explorer was used in a way it cannot support (the message says how to fix it)."""
 
 
+class FactoryFailed(Exception):
+    """The factory raised while an execution built its adapters. Not a verdict on the
+    adapter's behaviour (no contract call was made yet): the stage says so, inconclusive."""
+
+
 class Scheduler(Protocol):
     """What a strategy offers the controller (one module per strategy implements it)."""
 
@@ -89,7 +94,7 @@ class Step:
 @dataclass(frozen=True)
 class Failure:
     """Why an execution failed. ``kind``: deadlock, livelock, crash, hang, uncontrolled,
-    script, violation, diverged."""
+    script, violation, diverged, factory (the factory raised: :class:`FactoryFailed`)."""
 
     kind: str
     message: str

@@ -22,6 +22,7 @@ sender's ``stop()`` returned (the oracles check that on the recording).
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -86,7 +87,10 @@ def prompt_stop(
         adapter = rig.adapter(factory, join_timeout=join_timeout)
         sched = Scheduler(adapter, rig.history)
         blocked = state in BLOCKED
-        slow = blocked_stop_bound(setting(adapter, "join_timeout", 1.0))
+        # The adapter's own join timeout if it shows one; the join_timeout= passed above
+        # is not trusted (a **options factory may ignore it), the reference's 1 s not assumed.
+        known = setting(adapter, "join_timeout", math.nan)
+        slow = blocked_stop_bound(None if math.isnan(known) else known)
 
         def bound(side: str) -> float:
             return slow if blocked and side in (BLOCKED[state], "adapter") else FREE_STOP_BOUND

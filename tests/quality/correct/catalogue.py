@@ -20,4 +20,5 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.dataclass_state:make",
     "tests.quality.correct.thread_subclass:make",
     "tests.quality.correct.shared_state:make",
+    "tests.quality.correct.forwarding_pkg:StreamBridge.create",
 )
