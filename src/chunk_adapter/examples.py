@@ -11,14 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bed.stack import FACTORY, Bed
 from .bed.waiting import call_bounded, stopping, wait_until
-from .connectors import GatedBuilder, MemoryConnector, RecordingConnector
 from .factory import AdapterFactory, AdapterLike
 
 __all__ = ["ARRIVE", "CALL", "EXAMPLES", "FACTORY", "ExampleOutcome", "example_2", "example_3"]
 
 CALL = 2.0  # seconds any single adapter call may take here before it counts as a hang
-FACTORY = 15.0  # seconds the factory may take to build an adapter (slow is not a violation)
 ARRIVE = 10.0  # seconds for a chunk to arrive
 
 
@@ -41,11 +40,12 @@ def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> boo
     return bool(into) and bool(into[-1].get("finished"))
 
 
-def _pair(factory: AdapterFactory, conn: Any, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
-    snd = call_bounded(
-        lambda: factory(conn, stage_id=0, build_payload=build), FACTORY, "the factory (sender)"
-    )
-    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory (receiver)")
+def _pair(factory: AdapterFactory, bed: Bed, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
+    """A sender (stage 0, *build* as its ``build_payload``) and a receiver (stage 1) on
+    *bed*, each factory call bounded by :data:`FACTORY` seconds."""
+    what = "the factory (sender)"
+    snd = bed.adapter(factory, bound=FACTORY, what=what, stage_id=0, build_payload=build)
+    rcv = bed.adapter(factory, bound=FACTORY, what="the factory (receiver)", stage_id=1)
     return snd, rcv
 
 
@@ -61,8 +61,9 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
     out = ExampleOutcome(
         "Example 2 — snapshots, and poll_ready drains", ("R1", "R2", "R4", "R9", "R15")
     )
-    conn = RecordingConnector(MemoryConnector())
-    snd, rcv = _pair(factory, conn)
+    bed = Bed(record=True)
+    conn = bed.recording
+    snd, rcv = _pair(factory, bed)
     with stopping(snd, rcv, seconds=CALL):
         live = ["a"]
         call_bounded(lambda: rcv.load_async("v"), CALL, "load_async('v')")
@@ -123,11 +124,12 @@ def _merge(into: dict[str, Any], ready: dict[str, Any]) -> int:
 
 def example_3(factory: AdapterFactory) -> ExampleOutcome:
     out = ExampleOutcome("Example 3 — cancel while a build is blocked", ("R6", "R9", "R11"))
-    conn = RecordingConnector(MemoryConnector())
-    builder = GatedBuilder()
+    bed = Bed(record=True)
+    conn = bed.recording
+    builder = bed.builder(recorded=False)
     gate = builder.hold(predicate=lambda rid, snap, final: snap == "p0")
-    snd, rcv = _pair(factory, conn, builder)
-    with stopping(snd, rcv, seconds=CALL, first=builder.release_all):
+    snd, rcv = _pair(factory, bed, builder)
+    with stopping(snd, rcv, seconds=CALL, first=bed.release_all):
         call_bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
         call_bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
         if not gate.wait_started(ARRIVE):

@@ -13,7 +13,6 @@ Also: ``chunk`` (a wire value) and helpers that read a ``RecordingConnector``.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections import Counter
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import pytest
 
 from chunk_adapter.adapter import ChunkAdapter
+from chunk_adapter.bed.stack import Bed
 from chunk_adapter.connectors import (
     GatedBuilder,
     GatedConnector,
@@ -29,7 +29,7 @@ from chunk_adapter.connectors import (
 )
 from chunk_adapter.connectors.base import Connector
 from chunk_adapter.connectors.builders import BuildFn
-from chunk_adapter.factory import AdapterFactory, AdapterLike
+from chunk_adapter.factory import AdapterFactory, AdapterLike, takes_keyword
 from chunk_adapter.history import ConnectorOp, History
 from tests.unit._wait import Inbox, wait_until
 
@@ -62,13 +62,7 @@ class Rig:
         self.spec = spec
         self.nodeid = nodeid
         self._adapters: list[Any] = []
-        self._gated: list[GatedBuilder | GatedConnector] = []
-        try:
-            self._params: dict[str, inspect.Parameter] | None = dict(
-                inspect.signature(factory).parameters
-            )
-        except (TypeError, ValueError):
-            self._params = None
+        self._gated: list[GatedBuilder | Bed] = []
 
     @property
     def repro(self) -> str:
@@ -76,11 +70,7 @@ class Rig:
 
     def accepts(self, option: str) -> bool:
         """Whether the factory under test takes keyword *option*."""
-        if self._params is None:
-            return False
-        return option in self._params or any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in self._params.values()
-        )
+        return takes_keyword(self.factory, option)
 
     def adapter(self, connector: Connector, *, stage_id: int, **options: Any) -> AdapterLike:
         """An adapter from the factory under test; unsupported options are left out."""
@@ -119,9 +109,11 @@ class Rig:
         return wanted if self.accepts("join_timeout") else DEFAULT_JOIN_TIMEOUT
 
     def gated_connector(self, inner: Connector) -> GatedConnector:
-        gated = GatedConnector(inner)
-        self._gated.append(gated)
-        return gated
+        """A :class:`~chunk_adapter.bed.Bed`'s gated layer over *inner* (the test picks
+        the stack below it); :meth:`close` opens its gates."""
+        bed = Bed(base=inner, gated=True)
+        self._gated.append(bed)
+        return bed.gated
 
     def gated_builder(
         self, fn: BuildFn = identity_build, history: History | None = None

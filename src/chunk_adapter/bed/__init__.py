@@ -1,5 +1,10 @@
 """The test bed under every driver: what stateful/, stress/, explore/ and verify/ share.
 
+- :mod:`.stack`: :class:`Bed`, the connector stack of a run in one fixed order
+  (memory, gated, faulty, recording, then the driver's own outer wrappers), its
+  builders, and the adapters made from a factory (bounded when asked).
+- :mod:`.progress`: :class:`Progress`, a connector wrapper that counts calls and
+  wakes whoever waits for the connector to be called or to go quiet.
 - :mod:`.pair`: :class:`AdapterPair`, a sender and a receiver adapter driven as
   the one adapter a scheduler sees.
 - :mod:`.waiting`: bounded calls and waits (:func:`call_bounded`,
@@ -12,11 +17,15 @@ loading in :mod:`chunk_adapter.factory`. See docs/architecture.md for the layers
 from __future__ import annotations
 
 from .pair import AdapterPair
+from .progress import Progress
+from .stack import Bed
 from .waiting import Hang, call_bounded, call_in_thread, holds_for, stopping, wait_until
 
 __all__ = [
     "AdapterPair",
+    "Bed",
     "Hang",
+    "Progress",
     "call_bounded",
     "call_in_thread",
     "holds_for",

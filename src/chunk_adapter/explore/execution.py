@@ -1,8 +1,8 @@
 """One execution: build the adapters on the controlled runtime, run the script, check.
 
 :func:`run_once` is the unit every strategy repeats. It gives the factory a
-connector stack ``ExplorerConnector(RecordingConnector(FaultyConnector(
-MemoryConnector)))`` shared by every member of the scenario's topology
+:class:`~.scenario_bed.ScenarioBed`, ``ExplorerConnector(RecordingConnector(
+FaultyConnector(MemoryConnector)))``, shared by every member of the scenario's topology
 (:mod:`.pipeline`), and each member a recording builder, all recording into one
 :class:`~chunk_adapter.history.History`; runs the scenario's script as the
 scheduler thread; and hands the history to the checker.
@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..connectors import FaultyConnector, GatedBuilder, MemoryConnector, RecordingConnector
 from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
 from .footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
-from .pipeline import Hop, call, hops, members, roles_for
+from .pipeline import Hop, hops
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
+from .scenario_bed import ScenarioBed
 from .schedule import encode
 from .tasks import FactoryFailed, as_failure
 from .wrappers import ExplorerBuilder, ExplorerConnector
@@ -131,21 +131,6 @@ class Execution:
         return not self.failures
 
 
-class _RoleHistory(History):
-    """The history a member's builder records into: the shared one, noting whose builds."""
-
-    def __init__(self, shared: History, roles: dict[int, str], role: str) -> None:
-        super().__init__()
-        self.shared, self.roles, self.role = shared, roles, role
-
-    def tick(self) -> int:
-        return self.shared.tick()
-
-    def append(self, record: Any) -> None:
-        self.shared.append(record)
-        self.roles[id(record)] = self.role
-
-
 def _names(substitute: Substitute) -> tuple[ModuleType | str, ...]:
     return () if isinstance(substitute, str) else tuple(substitute)
 
@@ -182,22 +167,13 @@ def run_once(
         scheduler, max_steps=setup.max_steps, wall_timeout=setup.wall_timeout, every_step=every_step
     )
     runtime = ControlledRuntime(ctl)
-    history = History()
-    memory = MemoryConnector(consume_on_get=scenario.consume_on_get, notify=scenario.notify)
-    faulty = FaultyConnector(memory)
-    connector = ExplorerConnector(RecordingConnector(faulty, history), ctl)
-    layout = members(scenario.topology, scenario.stage_id)
-    build_roles: dict[int, str] = {}
-    builders = {
-        m.role: GatedBuilder(history=_RoleHistory(history, build_roles, m.role)) for m in layout
-    }
-    quiescent_at: list[int | None] = [None]
+    stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
+    history = stand.history
     options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     def main() -> None:
-        adapters: dict[str, Any] = {}
-        for m in layout:
+        for m in stand.layout:
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
@@ -205,27 +181,24 @@ def run_once(
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
             try:
                 adapter = setup.factory(
-                    connector,
+                    stand.connector,
                     stage_id=m.stage_id,
                     src_stage_id=m.src_stage_id,
-                    build_payload=ExplorerBuilder(builders[m.role], ctl),
+                    build_payload=ExplorerBuilder(stand.builders[m.role], ctl),
                     **kwargs,
                 )
             except Exception as exc:
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
-            _name_primitives(adapter, "" if len(layout) == 1 else f"{m.role}.")
+            _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
-            target = setup.wrap(adapter, history) if setup.wrap is not None else adapter
-            if len(layout) > 1 and hasattr(target, "name"):
-                target.name = m.role  # RecordedAdapter: records say which member was called
-            adapters[m.role] = target
-        script = scenario.script
-        for i, op in enumerate(script):
-            if op.kind == "stop" and i == len(script) - 1 and scenario.quiescent:
-                quiescent_at[0] = history.tick()
-            ctl.note(str(op))
-            _apply(op, adapters, ctl, runtime, scenario, faulty, builders)
+            stand.drive(m, adapter, setup.wrap)
+        stand.run_script(
+            settle=lambda: _settle(ctl, runtime, scenario),
+            note=ctl.note,
+            before=lambda op: _before(op, ctl),
+            after=lambda op: _after(op, ctl),
+        )
 
     baseline = frozenset(sys._current_frames())
     ctl.before_finish = lambda: _scan_threads(ctl, baseline)
@@ -246,12 +219,12 @@ def run_once(
         virtual_time=ctl.now,
         history=history,
         failures=list(ctl.failures),
-        cut=quiescent_at[0],
+        cut=stand.cut,
         options=options,
         # the options the adapter was built with: a refused put_tries= was left out
         put_tries=setup.put_tries({k: v for k, v in options.items() if setup.takes(k)}),
         hops=tuple(hops(scenario.topology, scenario.stage_id)),
-        build_roles=build_roles,
+        build_roles=stand.build_roles,
         mode=setup.control.mode if setup.control else "white-box",
         pruned=ctl.pruned,
     )
@@ -280,34 +253,23 @@ def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
             f = f.f_back
 
 
-def _apply(
-    op: Op,
-    adapters: dict[str, Any],
-    ctl: Controller,
-    runtime: ControlledRuntime,
-    scenario: Scenario,
-    faulty: FaultyConnector,
-    builders: dict[str, GatedBuilder],
-) -> None:
-    kind = op.kind
-    if ctl.tracking:  # DPOR's footprints: the call is recorded, faults are armed
-        for recorded in hist(op.request_id, CALL_SIDE.get(kind)):
-            ctl.touch(recorded, "w")
-        ctl.touch(("faults", kind[5:]) if kind.startswith("fail_") else HIST_ALL, "r")
-    if kind == "fail_put" or kind == "fail_get":
-        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
-    elif kind == "fail_build":
-        for role in roles_for(op, tuple(adapters)):
-            builders[role].fail(op.request_id, times=op.times)
-    elif kind == "settle":
-        _settle(ctl, runtime, scenario)
-    else:
-        call(op, adapters, ctl.note)
+def _before(op: Op, ctl: Controller) -> None:
+    """Note *op* in the trace; DPOR's footprints: the call is recorded (on its side of
+    the request's history), faults are armed."""
+    ctl.note(str(op))
     if ctl.tracking:
-        for recorded in hist(op.request_id, CALL_SIDE.get(kind)):
+        for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):
             ctl.touch(recorded, "w")
-        if kind.startswith("fail_"):
-            ctl.touch(("faults", kind[5:]), "w")
+        ctl.touch(("faults", op.kind[5:]) if op.kind.startswith("fail_") else HIST_ALL, "r")
+
+
+def _after(op: Op, ctl: Controller) -> None:
+    """DPOR's footprints of a finished op."""
+    if ctl.tracking:
+        for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):
+            ctl.touch(recorded, "w")
+        if op.kind.startswith("fail_"):
+            ctl.touch(("faults", op.kind[5:]), "w")
 
 
 def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> None:

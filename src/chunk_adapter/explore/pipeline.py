@@ -15,8 +15,10 @@ factory with its own ``stage_id`` and ``src_stage_id`` over one shared connector
     stage_id``): every call goes to it.
 
 ``stop()`` stops every member, the last receiver first, unless ``on=`` names
-one. Each link from a sending member to the one that receives from it is a
-*hop*: the oracles judge each hop's records on their own (:mod:`.checks`).
+one. :func:`apply` is the one interpreter of a script's ops, for the explorer
+and for the real-thread baseline alike (each passes its own ``settle()``).
+Each link from a sending member to the one that receives from it is a *hop*:
+the oracles judge each hop's records on their own (:mod:`.checks`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..connectors import FaultyConnector, GatedBuilder
 from .scenario import TOPOLOGIES, Op
 
-__all__ = ["Hop", "Member", "call", "hops", "members", "roles_for"]
+__all__ = ["Hop", "Member", "apply", "call", "hops", "members", "roles_for"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,29 @@ def roles_for(op: Op, roles: tuple[str, ...]) -> tuple[str, ...]:
     if op.kind == "stop":
         return tuple(reversed(roles))
     return roles[-1:]
+
+
+def apply(
+    op: Op,
+    adapters: Mapping[str, Any],
+    faulty: FaultyConnector,
+    builders: Mapping[str, GatedBuilder],
+    *,
+    settle: Callable[[], object],
+    note: Callable[[str], None],
+) -> None:
+    """Carry out *op*: arm a fault on *faulty* or on the member's builder, ``settle()``,
+    or make the scheduler call it stands for (:func:`call`)."""
+    kind = op.kind
+    if kind == "fail_put" or kind == "fail_get":
+        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
+    elif kind == "fail_build":
+        for role in roles_for(op, tuple(adapters)):
+            builders[role].fail(op.request_id, times=op.times)
+    elif kind == "settle":
+        settle()
+    else:
+        call(op, adapters, note)
 
 
 def call(op: Op, adapters: Mapping[str, Any], note: Callable[[str], None]) -> None:

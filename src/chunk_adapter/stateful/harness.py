@@ -185,13 +185,13 @@ class Harness(Settling):
     # -------------------------------------------------------------- environment
     @step
     def fail_puts(self, times: int) -> None:
-        self.world.faulty.fail_next("put", times=times)
+        self.world.bed.faulty.fail_next("put", times=times)
         self.model.fail_puts(times)
         self.settle(f"fail the next {times} put(s)")
 
     @step
     def fail_gets(self, times: int) -> None:
-        self.world.faulty.fail_next("get", times=times)
+        self.world.bed.faulty.fail_next("get", times=times)
         self.settle(f"fail the next {times} get(s)")
 
     @step
@@ -208,12 +208,12 @@ class Harness(Settling):
 
     @step
     def hold_put(self, key: str) -> None:
-        self._armed_puts.setdefault(key, deque()).append(self.world.gated.hold_put(key))
+        self._armed_puts.setdefault(key, deque()).append(self.world.bed.gated.hold_put(key))
         self.model.hold_put(key)
 
     @step
     def hold_get(self, key: str) -> None:
-        self._armed_gets.setdefault(key, deque()).append(self.world.gated.hold_get(key))
+        self._armed_gets.setdefault(key, deque()).append(self.world.bed.gated.hold_get(key))
         self.model.hold_get(key)
         self.settle(f"hold the next get of {key!r}")
 

@@ -1,6 +1,7 @@
 """The recorded world of one example: connectors, builder, and the adapters under test.
 
-``RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector)))`` and a
+A :class:`~chunk_adapter.bed.Bed` of
+``RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector)))`` and its
 recording ``GatedBuilder`` share one :class:`WatchedHistory`. By default the
 factory builds a **pipeline** of two adapters over that connector, as a real
 deployment does: a sender (``stage_id=0``) that gets ``save_async`` and
@@ -16,17 +17,12 @@ src_stage_id == 1``).
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..connectors import (
-    FaultyConnector,
-    GatedBuilder,
-    GatedConnector,
-    MemoryConnector,
-    RecordingConnector,
-)
+from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, SENDER_STAGE, Bed
+from ..bed.waiting import call_in_thread
+from ..connectors import GatedBuilder
 from ..factory import AdapterFactory, AdapterLike
 from ..oracles import RecordedPipeline
 from .watch import WatchedHistory
@@ -41,9 +37,6 @@ __all__ = [
     "bounded",
 ]
 
-SENDER_STAGE = 0
-RECEIVER_STAGE = 1  # reads SENDER_STAGE's keys
-LOOPBACK_STAGE = 1  # the loopback variant: one adapter, stage_id == src_stage_id
 STOP_BOUND = 20.0
 """Seconds a ``stop()`` may take before it is reported (R18): the contract allows its
 join timeout (1 s by default); this is far above it, for a loaded machine."""
@@ -57,22 +50,8 @@ def bounded(fn: Callable[[], object], seconds: float) -> tuple[bool, BaseExcepti
 
     A call that never returns is then a finding the caller names, not a hang.
     """
-    box: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # reported by the caller
-            box.append(exc)
-        else:
-            box.append(None)
-
-    thread = threading.Thread(target=run, name="stateful-bounded-call", daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if not box:
-        return False, None
-    return True, box[0]
+    outcome = call_in_thread(fn, seconds, "stateful-bounded-call")
+    return outcome.returned, outcome.error
 
 
 @dataclass
@@ -80,10 +59,7 @@ class World:
     """One example's connectors, builder and adapters (module doc)."""
 
     history: WatchedHistory
-    memory: MemoryConnector
-    gated: GatedConnector
-    faulty: FaultyConnector
-    connector: RecordingConnector
+    bed: Bed
     builder: GatedBuilder
     sender: AdapterLike
     receiver: AdapterLike
@@ -100,34 +76,15 @@ class World:
     @classmethod
     def build(cls, factory: AdapterFactory, *, loopback: bool = False) -> World:
         history = WatchedHistory()
-        memory = MemoryConnector(consume_on_get=True)
-        gated = GatedConnector(memory)
-        faulty = FaultyConnector(gated)
-        connector = RecordingConnector(faulty, history)
-        builder = GatedBuilder(history=history)
-        if loopback:
-            sender = factory(
-                connector,
-                stage_id=LOOPBACK_STAGE,
-                src_stage_id=LOOPBACK_STAGE,
-                build_payload=builder,
-            )
-            receiver = sender
-        else:
-            sender = factory(connector, stage_id=SENDER_STAGE, build_payload=builder)
-            try:
-                receiver = factory(connector, stage_id=RECEIVER_STAGE, src_stage_id=SENDER_STAGE)
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    bounded(sender.stop, CLOSE_BOUND)
-                raise
+        bed = Bed(consume_on_get=True, gated=True, faulty=True, record=history)
+        builder = bed.builder()
+        sender, receiver = bed.pair(factory, build_payload=builder, loopback=loopback)
         adapter = RecordedPipeline(sender, receiver, history)
-        return cls(history, memory, gated, faulty, connector, builder, sender, receiver, adapter)
+        return cls(history, bed, builder, sender, receiver, adapter)
 
     def close(self) -> None:
         """Open every gate and stop the adapters, each stop bounded; errors ignored."""
-        self.gated.release_all()
-        self.builder.release_all()
+        self.bed.release_all()
         for raw in [self.sender] if self.loopback else [self.sender, self.receiver]:
             with contextlib.suppress(Exception):  # after a failure, the failure is what matters
                 bounded(raw.stop, CLOSE_BOUND)

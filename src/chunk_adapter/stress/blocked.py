@@ -44,8 +44,8 @@ def _arm(rig: Rig, kind: str, rid: str) -> Gate:
         return rig.builder.hold(rid)
     prefix = f"{rid}_{rig.stage}_"
     if kind == "put":
-        return rig.gated.hold_put(predicate=lambda k: k.startswith(prefix))
-    return rig.gated.hold_get(predicate=lambda k: k.startswith(prefix))
+        return rig.bed.gated.hold_put(predicate=lambda k: k.startswith(prefix))
+    return rig.bed.gated.hold_get(predicate=lambda k: k.startswith(prefix))
 
 
 def blocked_work(

@@ -14,12 +14,13 @@ import threading
 import time
 from typing import Any
 
-from ..connectors import MemoryConnector
+from ..bed.progress import Progress
+from ..bed.stack import Bed
 from ..connectors.recording import CountingConnector
 from ..factory import AdapterFactory
 from .measure import measure_window
 from .report import DEFAULT_SEED, StressReport
-from .rig import Pipeline, Watch, make_adapter, setting
+from .rig import Pipeline, make_adapter, setting
 from .scheduler import timed_stop
 from .verdicts import switch_interval
 
@@ -28,10 +29,11 @@ __all__ = ["head_of_line", "idle_polling"]
 _SETTLE = 5.0  # seconds allowed for the first polls of freshly registered requests
 
 
-def _bare(factory: AdapterFactory, notify: bool) -> tuple[Pipeline, CountingConnector, Watch]:
-    counting = CountingConnector(MemoryConnector(notify=notify))
-    watch = Watch(counting)
-    return make_adapter(factory, watch), counting, watch
+def _bare(factory: AdapterFactory, notify: bool) -> tuple[Pipeline, CountingConnector, Progress]:
+    bed = Bed(notify=notify)
+    counting = bed.wrap(CountingConnector)
+    watch = bed.wrap(Progress)
+    return make_adapter(factory, bed), counting, watch
 
 
 def idle_polling(

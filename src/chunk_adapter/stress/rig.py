@@ -5,37 +5,34 @@ One :class:`Rig` is one pipeline: the factory under test builds a **sender**
 (``stage_id=1, src_stage_id=0``: ``load_async``, ``poll_ready``,
 ``cleanup_receiver``), as a real deployment does, over ::
 
-    Watch(RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector()))))
+    Progress(RecordingConnector(FaultyConnector(GatedConnector(MemoryConnector()))))
 
-with a :class:`~chunk_adapter.connectors.GatedBuilder` as the sender's
+(a :class:`~chunk_adapter.bed.Bed` with a
+:class:`~chunk_adapter.bed.progress.Progress` on top) with a
+:class:`~chunk_adapter.connectors.GatedBuilder` as the sender's
 ``build_payload``, everything recorded into one
 :class:`~chunk_adapter.history.History`. :class:`Pipeline` drives the two as
 one scheduler sees them; ``stop()`` stops both. ``loopback=True`` builds one
 adapter that receives its own chunks (``stage_id == src_stage_id == 1``)
 instead: a variant, since an adapter may rightly share per-request state
-between its send and receive sides. The outer :class:`Watch` lets the driver
-wait for "the connector was called" on a condition instead of sleeping.
+between its send and receive sides. The outer :class:`Progress` lets the
+driver wait for "the connector was called" on a condition instead of sleeping.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 from ..bed.pair import AdapterPair
-from ..connectors import (
-    FaultRule,
-    FaultyConnector,
-    GatedBuilder,
-    GatedConnector,
-    MemoryConnector,
-    RecordingConnector,
-)
-from ..connectors.base import Connector, ConnectorWrapper
+from ..bed.progress import Progress
+from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, Bed
+from ..bed.stack import SENDER_STAGE as STAGE
+from ..connectors import FaultRule, GatedBuilder
+from ..connectors.base import Connector
 from ..factory import AdapterFactory, AdapterLike, accepted_options
 from ..history import History
 
@@ -46,74 +43,12 @@ __all__ = [
     "STAGE",
     "Pipeline",
     "Rig",
-    "Watch",
     "Watchdog",
     "make_adapter",
     "setting",
 ]
 
-STAGE = 0
-"""The sender's stage: its keys are ``f"{request_id}_0_{chunk_id}"``."""
-RECEIVER_STAGE = 1  # reads STAGE's keys
-LOOPBACK_STAGE = 1  # the loopback variant: one adapter, stage_id == src_stage_id
 HELPER_PREFIX = "stress-"
-
-
-class Watch(ConnectorWrapper):
-    """Wraps a connector and signals a condition after every put and get.
-
-    ``wait_for(predicate, timeout)`` re-checks *predicate* each time the
-    connector was called (and at least every ``slice`` seconds), so a driver
-    waits for what it needs on an event, never on a guessed sleep.
-    """
-
-    def __init__(self, inner: Connector) -> None:
-        super().__init__(inner)
-        # Guards ops. Notified (all) after every put/get returns or raises;
-        # wait_for() waits on it.
-        self._cond = threading.Condition()
-        self.ops = 0
-
-    def _bump(self) -> None:
-        with self._cond:
-            self.ops += 1
-            self._cond.notify_all()
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        try:
-            self.inner.put(key, value)
-        finally:
-            self._bump()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        try:
-            return self.inner.get(key)
-        finally:
-            self._bump()
-
-    def wait_for(
-        self, predicate: Callable[[], bool], timeout: float, slice_: float = 0.005
-    ) -> bool:
-        """Wait until *predicate()* is true; ``False`` if *timeout* seconds pass first.
-
-        *predicate* runs outside the condition's lock: it may call the adapter,
-        whose threads may call the connector while holding locks of their own.
-        """
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._cond:
-                seen = self.ops
-            if predicate():
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            with self._cond:
-                if self.ops == seen:
-                    self._cond.wait(min(remaining, slice_))
-
-    def __repr__(self) -> str:
-        return f"Watch({self.inner!r})"
 
 
 class Watchdog:
@@ -208,31 +143,18 @@ def _is_count(value: Any) -> bool:
 
 def make_adapter(
     factory: AdapterFactory,
-    connector: Any,
+    connector: Connector | Bed,
     *,
     build_payload: Callable[[str, Any, bool], Any] | None = None,
     loopback: bool = False,
     **options: Any,
 ) -> Pipeline:
-    """Build the adapters under test (module doc), passing only the *options* the factory
-    accepts. The receiver gets no ``build_payload``: it never builds."""
+    """Build the adapters under test (module doc) over *connector* (a bed: its outermost
+    connector), passing only the *options* the factory accepts. The receiver gets no
+    ``build_payload``: it never builds."""
+    bed = connector if isinstance(connector, Bed) else Bed(base=connector)
     accepted = accepted_options(factory, options)
-    if loopback:
-        one = factory(
-            connector,
-            stage_id=LOOPBACK_STAGE,
-            src_stage_id=LOOPBACK_STAGE,
-            build_payload=build_payload,
-            **accepted,
-        )
-        return Pipeline(one, one)
-    sender = factory(connector, stage_id=STAGE, build_payload=build_payload, **accepted)
-    try:
-        receiver = factory(connector, stage_id=RECEIVER_STAGE, src_stage_id=STAGE, **accepted)
-    except BaseException:
-        sender.stop()
-        raise
-    return Pipeline(sender, receiver)
+    return Pipeline(*bed.pair(factory, build_payload=build_payload, loopback=loopback, **accepted))
 
 
 def setting(adapter: Any, name: str, default: float) -> float:
@@ -253,17 +175,17 @@ def setting(adapter: Any, name: str, default: float) -> float:
 
 @dataclass
 class Rig:
-    """The wrapped connectors and the builder of one scenario run (see module doc)."""
+    """The bed (wrapped connectors and builder) of one scenario run (see module doc)."""
 
-    history: History
-    memory: MemoryConnector
-    gated: GatedConnector
-    faulty: FaultyConnector
-    recording: RecordingConnector
-    watch: Watch
+    bed: Bed
+    watch: Progress
     builder: GatedBuilder
     loopback: bool = False
     threads_before: set[threading.Thread] = field(default_factory=set)
+
+    @property
+    def history(self) -> History:
+        return self.bed.history
 
     @property
     def stage(self) -> int:
@@ -283,23 +205,25 @@ class Rig:
         build_fn: Callable[[str, Any, bool], Any] | None = None,
         loopback: bool = False,
     ) -> Rig:
-        history = History()
-        memory = MemoryConnector(consume_on_get=consume_on_get, notify=notify)
-        gated = GatedConnector(memory)
-        faulty = FaultyConnector(
-            gated, rules=rules, put_rate=put_rate, get_rate=get_rate, seed=seed
+        bed = Bed(
+            consume_on_get=consume_on_get,
+            notify=notify,
+            gated=True,
+            faulty=True,
+            rules=rules,
+            put_rate=put_rate,
+            get_rate=get_rate,
+            seed=seed,
+            record=History(),
         )
-        recording = RecordingConnector(faulty, history)
-        builder = (
-            GatedBuilder(history=history) if build_fn is None else GatedBuilder(build_fn, history)
-        )
-        return cls(history, memory, gated, faulty, recording, Watch(recording), builder, loopback)
+        builder = bed.builder() if build_fn is None else bed.builder(build_fn)
+        return cls(bed, bed.wrap(Progress), builder, loopback)
 
     def adapter(self, factory: AdapterFactory, **options: Any) -> Pipeline:
         """Build the adapters under test on this rig; remembers which threads existed before."""
         self.threads_before = set(threading.enumerate())
         return make_adapter(
-            factory, self.watch, build_payload=self.builder, loopback=self.loopback, **options
+            factory, self.bed, build_payload=self.builder, loopback=self.loopback, **options
         )
 
     def new_threads(self, exclude: Iterable[threading.Thread] = ()) -> list[threading.Thread]:
@@ -316,5 +240,4 @@ class Rig:
 
     def release_all(self) -> None:
         """Open every gate (teardown: lets held threads finish)."""
-        self.gated.release_all()
-        self.builder.release_all()
+        self.bed.release_all()

@@ -176,16 +176,16 @@ def _reach(
         sched.save("held", {"rid": "held", "n": 0}, False)
         return gate.wait_started(_SETUP)
     if state == "put_blocked":
-        gate = rig.gated.hold_put(key)
+        gate = rig.bed.gated.hold_put(key)
         sched.save("held", {"rid": "held", "n": 0}, False)
         return gate.wait_started(_SETUP)
     if state == "get_blocked":
-        gate = rig.gated.hold_get(key)
+        gate = rig.bed.gated.hold_get(key)
         sched.load("held")
         return gate.wait_started(_SETUP)
     # final_retrying: every put of the lone final fails; wait for a few tries
     sched.save("held", {"rid": "held", "n": 0}, True)
-    return rig.watch.wait_for(lambda: rig.faulty.injected["put"] >= 3, _SETUP)
+    return rig.watch.wait_for(lambda: rig.bed.faulty.injected["put"] >= 3, _SETUP)
 
 
 def _join_all(threads: list[threading.Thread], timeout: float) -> list[str]:

@@ -161,8 +161,8 @@ def run_streams(
         )
     report.measure("scheduler_calls", sched.timing.calls)
     report.measure("slowest_call_seconds", sched.timing.worst)
-    report.measure("puts_failed", rig.faulty.injected["put"])
-    report.measure("gets_failed", rig.faulty.injected["get"])
+    report.measure("puts_failed", rig.bed.faulty.injected["put"])
+    report.measure("gets_failed", rig.bed.faulty.injected["get"])
     report.measure("history_records", len(rig.history))
     return report
 

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from ..bed.stack import Bed
 from ..bed.waiting import Hang, call_bounded, stopping, wait_until
 from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
@@ -66,13 +67,11 @@ class _Pipeline:
     """A sender and a receiver over one consuming, log-free memory connector."""
 
     def __init__(self, factory: Factory) -> None:
-        self.conn = MemoryConnector(consume_on_get=True, history=0)
-        self.snd = call_bounded(
-            lambda: factory(self.conn, stage_id=0), FACTORY, "the factory (sender)"
-        )
-        self.rcv = call_bounded(
-            lambda: factory(self.conn, stage_id=1), FACTORY, "the factory (receiver)"
-        )
+        bed = Bed(consume_on_get=True, keep_puts=0)
+        assert bed.memory is not None  # a Bed without base= has its memory layer
+        self.conn: MemoryConnector = bed.memory
+        self.snd = bed.adapter(factory, bound=FACTORY, what="the factory (sender)", stage_id=0)
+        self.rcv = bed.adapter(factory, bound=FACTORY, what="the factory (receiver)", stage_id=1)
         self.prefix = 0
         self.puts = 0  # puts the sender must have made so far (the connector counts them)
 

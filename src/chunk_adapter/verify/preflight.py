@@ -11,8 +11,8 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any
 
+from ..bed.stack import FACTORY, Bed
 from ..bed.waiting import Hang, call_bounded
-from ..connectors import MemoryConnector
 from ..factory import AdapterFactory
 
 __all__ = ["BUILD_BOUND", "METHODS", "preflight"]
@@ -20,23 +20,19 @@ __all__ = ["BUILD_BOUND", "METHODS", "preflight"]
 METHODS = ("save_async", "cancel_sender", "load_async", "poll_ready", "cleanup_receiver", "stop")
 """The six calls of the contract (docs/verify.md, "The factory")."""
 
-BUILD_BOUND = 15.0
+BUILD_BOUND = FACTORY
 """Seconds the factory may take to build one adapter here."""
 
 
 def preflight(factory: AdapterFactory, spec: str) -> str | None:
     """``None`` when the factory builds usable adapters; else the usage message."""
-    connector = MemoryConnector()
+    bed = Bed()
     built: list[Any] = []
     try:
         for stage_id in (0, 1):
             call = f"factory(connector, stage_id={stage_id})"
             try:
-                adapter = call_bounded(
-                    lambda stage_id=stage_id: factory(connector, stage_id=stage_id),  # type: ignore[misc]
-                    BUILD_BOUND,
-                    call,
-                )
+                adapter = bed.adapter(factory, bound=BUILD_BOUND, what=call, stage_id=stage_id)
             except Hang:
                 return (
                     f"the factory {spec} did not return within {BUILD_BOUND:g} s when called as "

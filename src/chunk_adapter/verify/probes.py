@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..bed.stack import Bed
 from ..bed.waiting import Hang, call_bounded, holds_for, stopping, wait_until
-from ..connectors import GatedBuilder, GatedConnector, MemoryConnector, RecordingConnector
+from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
@@ -37,8 +38,9 @@ def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
 
 def probe_bad_input(factory: AdapterFactory) -> None:
     """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
-    conn = RecordingConnector(MemoryConnector())
-    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
+    bed = Bed(record=True)
+    conn = bed.recording
+    snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
     with stopping(snd, seconds=CALL):
         calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
             ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
@@ -70,9 +72,10 @@ def probe_bad_input(factory: AdapterFactory) -> None:
 
 def probe_stop(factory: AdapterFactory) -> None:
     """R18, R19: idle stop is prompt and idempotent; afterwards calls fail or still work."""
-    conn = RecordingConnector(MemoryConnector())
-    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
-    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    bed = Bed(record=True)
+    conn = bed.recording
+    snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
+    rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
     call_bounded(lambda: rcv.load_async("s"), CALL, "load_async('s')")
     call_bounded(lambda: snd.save_async("s", "x", True), CALL, "save_async('s', 'x', True)")
     wait_until(lambda: _got_ok_get(conn, "s_0_0"), ARRIVE, "the get of s_0_0")
@@ -103,11 +106,11 @@ def probe_stop(factory: AdapterFactory) -> None:
 
 def probe_cleanup_fence(factory: AdapterFactory) -> None:
     """R16: a value whose get was in flight across cleanup_receiver never shows up."""
-    gated = GatedConnector(MemoryConnector())
-    conn = RecordingConnector(gated)
-    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
-    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
-    with stopping(snd, rcv, seconds=STOP_BLOCKED, first=gated.release_all):
+    bed = Bed(gated=True, record=True)
+    gated, conn = bed.gated, bed.recording
+    snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
+    rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
+    with stopping(snd, rcv, seconds=STOP_BLOCKED, first=bed.release_all):
         call_bounded(lambda: snd.save_async("c", "old", False), CALL, "save_async('c', 'old')")
         wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
         gate = gated.hold_get("c_0_0")
@@ -140,18 +143,17 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
 
 def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     """R18: stop() returns within its join timeout while a build is blocked forever."""
-    conn = RecordingConnector(MemoryConnector())
-    builder = GatedBuilder(history=conn.history)
+    bed = Bed(record=True)
+    conn = bed.recording
+    builder = bed.builder()
     gate = builder.hold("x")
-    snd = call_bounded(
-        lambda: factory(conn, stage_id=0, build_payload=builder), FACTORY, "the factory"
-    )
+    snd = bed.adapter(factory, bound=FACTORY, stage_id=0, build_payload=builder)
     try:
         call_bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
         assert gate.wait_started(ARRIVE), "R23: the build of 'x' never started"
         call_bounded(snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever (R18)")
     finally:
-        builder.release_all()
+        bed.release_all()
     wait_until(lambda: bool(conn.history.records(BuildCall)), CALL, "the released build returning")
     # A put would follow the build within microseconds; give it half a second to show.
     assert holds_for(lambda: not conn.puts, 0.5), f"R18: {conn.puts} put after stop() returned"

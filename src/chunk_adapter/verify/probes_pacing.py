@@ -25,8 +25,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..bed.stack import Bed
 from ..bed.waiting import call_bounded, stopping, wait_until
-from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory
 
@@ -41,9 +41,9 @@ def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) ->
     """Seconds from ``save_async`` to ``poll_ready`` handing the chunk out, one chunk at a
     time, for *hops* chunks after a first (start-up) one. Raises ``AssertionError`` naming
     the rule if a chunk comes back wrong."""
-    conn = MemoryConnector(notify=notify)
-    snd = call_bounded(lambda: factory(conn, stage_id=0), FACTORY, "the factory")
-    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    bed = Bed(notify=notify)
+    snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
+    rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
     times: list[float] = []
     with stopping(snd, rcv, seconds=STOP):
         call_bounded(lambda: rcv.load_async("h"), CALL, "load_async('h')")

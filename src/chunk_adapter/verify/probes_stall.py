@@ -38,8 +38,9 @@ import threading
 import time
 
 from ..adapter import ChunkAdapter
+from ..bed.stack import Bed
 from ..bed.waiting import Hang, call_bounded, stopping, wait_until
-from ..connectors import Gate, GatedBuilder, MemoryConnector, RecordingConnector
+from ..connectors import Gate, GatedBuilder, RecordingConnector
 from ..connectors.recording import CountingConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory, AdapterLike
@@ -91,22 +92,18 @@ def probe_independent_builds(factory: AdapterFactory) -> None:
 def independent_build_seconds(factory: AdapterFactory, *, bound: float = BUILD_BOUND) -> float:
     """Seconds from adapter B's ``save_async`` to its put while adapter A's build is held;
     ``AssertionError`` naming R7 (or R17) when B's put waits for A's build."""
-    conn = RecordingConnector(MemoryConnector())
-    held = GatedBuilder()
-    free = GatedBuilder()  # never held: counts B's builds (free.calls, bumped as one starts)
+    bed = Bed(record=True)
+    held = bed.builder(recorded=False)
+    free = bed.builder(recorded=False)  # never held: counts B's builds (free.calls)
     gate = held.hold("slow")
     try:
-        a = call_bounded(
-            lambda: factory(conn, stage_id=0, build_payload=held), FACTORY, "the factory"
-        )
-        with stopping(a, seconds=STOP, first=held.release_all):
-            b = call_bounded(
-                lambda: factory(conn, stage_id=2, build_payload=free), FACTORY, "the factory"
-            )
-            with stopping(b, seconds=STOP, first=held.release_all):
-                return _held_and_free(conn, a, b, gate, free, bound)
+        a = bed.adapter(factory, bound=FACTORY, stage_id=0, build_payload=held)
+        with stopping(a, seconds=STOP, first=bed.release_all):
+            b = bed.adapter(factory, bound=FACTORY, stage_id=2, build_payload=free)
+            with stopping(b, seconds=STOP, first=bed.release_all):
+                return _held_and_free(bed.recording, a, b, gate, free, bound)
     finally:
-        held.release_all()
+        bed.release_all()
 
 
 def _held_and_free(
@@ -166,9 +163,9 @@ def quiet_rates(
     """Gets per second per registered request of *factory*'s receiver and of the reference
     ChunkAdapter, over one polling connector each, counted over the same *window* seconds
     after *quiet* seconds in which nothing was put."""
-    conn = CountingConnector(MemoryConnector(notify=False, history=0))
-    ref_conn = CountingConnector(MemoryConnector(notify=False, history=0))
-    rcv = call_bounded(lambda: factory(conn, stage_id=1), FACTORY, "the factory")
+    bed, ref_bed = Bed(keep_puts=0), Bed(keep_puts=0)
+    conn, ref_conn = bed.wrap(CountingConnector), ref_bed.wrap(CountingConnector)
+    rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
     with stopping(rcv, seconds=STOP):
         ref = ChunkAdapter(ref_conn, stage_id=1)
         with stopping(ref, seconds=STOP):
