@@ -22,7 +22,9 @@ Verdicts mean one thing each, everywhere (docs/verify.md, "Exit status"):
 from __future__ import annotations
 
 import re
+import sysconfig
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -34,7 +36,9 @@ __all__ = [
     "CheckResult",
     "StageContext",
     "Verdict",
+    "raised_by_suite",
     "rules_named_in",
+    "suite_error",
 ]
 
 Verdict = Literal["pass", "fail", "inconclusive", "skip"]
@@ -128,3 +132,38 @@ class StageContext:
     def left(self) -> float:
         """Seconds until the deadline (negative once past it)."""
         return self.deadline - time.monotonic()
+
+
+_REFERENCE_MODULES = frozenset(
+    {"chunk_adapter.adapter", "chunk_adapter._adapter_send", "chunk_adapter._adapter_recv"}
+)
+_NEUTRAL_PACKAGES = frozenset({"hypothesis", "_hypothesis_pytestplugin", "pytest", "_pytest"})
+_STDLIB = sysconfig.get_paths()["stdlib"]
+
+
+def raised_by_suite(exc: BaseException) -> bool:
+    """Whether every frame *exc* was raised through is the suite's own, the standard
+    library's or a test tool's (Hypothesis, pytest): no frame of the adapter, its
+    factory or the reference adapter. Such an exception is the suite's fault, never a
+    verdict on the adapter (a red must mean a bug of the adapter)."""
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        module = str(frame.f_globals.get("__name__", ""))
+        filename = frame.f_code.co_filename
+        ours = module.startswith("chunk_adapter.") and module not in _REFERENCE_MODULES
+        tool = module.partition(".")[0] in _NEUTRAL_PACKAGES
+        stdlib = filename.startswith(_STDLIB) and "-packages" not in filename
+        if not (ours or tool or stdlib):
+            return False
+    return True
+
+
+def suite_error(exc: BaseException) -> str:
+    """The evidence for an exception :func:`raised_by_suite`: what and where, and that it
+    decides nothing."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return (
+        f"the suite itself raised {exc!r}{where}, outside any adapter code: not a verdict "
+        "on the adapter (unless the adapter handed back a value of a type the contract "
+        "does not allow); please report it to chunk-adapter with this line"
+    )

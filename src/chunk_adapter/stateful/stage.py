@@ -35,7 +35,15 @@ from typing import Any, TypeVar
 
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
-from ..outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
+from ..oracles import ContractViolation
+from ..outcome import (
+    PASTE_BEGIN,
+    PASTE_END,
+    CheckResult,
+    StageContext,
+    raised_by_suite,
+    suite_error,
+)
 from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure
@@ -188,6 +196,11 @@ def _confirm(
     first = _headline(error)
     rules = first_rules(error)
     note = "" if shrunk else "(shrinking stopped at the stage's budget: steps not minimal)"
+    if not isinstance(error, ContractViolation) and raised_by_suite(error):
+        return result(
+            "inconclusive", suite_error(error), rules=(),
+            detail=_detail(error, printed, note, ctx, profile), coverage=coverage,
+        )  # fmt: skip
     if finding.blob is None:
         return result(
             "inconclusive",

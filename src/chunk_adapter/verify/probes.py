@@ -19,6 +19,7 @@ from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
+from ..outcome import raised_by_suite, suite_error
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
 from .probes_stall import probe_independent_builds, probe_quiet_polling
@@ -198,6 +199,8 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
         return "fail", text, ("R3",) if "did not return" in text else ("R23",)
     if isinstance(exc, AssertionError):
         return "fail", str(exc), rules_named_in(str(exc)) or rules
+    if raised_by_suite(exc):  # no adapter or factory code ran where it was raised
+        return "inconclusive", suite_error(exc), ()
     return "fail", f"the adapter raised {exc!r}", ()
 
 

@@ -1,0 +1,68 @@
+"""What the examples stage makes of an exception out of a check: a red only when
+adapter code raised it.
+
+``verify.probes._finding`` reads the traceback: an exception raised through the
+adapter's (or its factory's, or the reference adapter's) code is the adapter
+raising where no call may raise — a failure; one raised only through the
+suite's own modules (and the standard library) is the suite's fault — never a
+violation, always *inconclusive*, with where it came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chunk_adapter import ChunkAdapter
+from chunk_adapter.connectors import MemoryConnector
+from chunk_adapter.verify.probes import _finding
+
+
+def _raised(fn: Any) -> Exception:
+    try:
+        fn()
+    except Exception as exc:
+        return exc
+    raise AssertionError(f"{fn!r} did not raise")
+
+
+def _raised_in_the_suite() -> Exception:
+    """An exception raised and caught in frames of a suite module (a bug in a probe), as
+    a check's runner catches it."""
+    namespace: dict[str, Any] = {"__name__": "chunk_adapter.verify.probes"}
+    code = (
+        "def broken():\n"
+        "    return {}['missing']\n"
+        "def run():\n"
+        "    try:\n"
+        "        broken()\n"
+        "    except Exception as exc:\n"
+        "        return exc\n"
+    )
+    exec(code, namespace)
+    exc: Exception = namespace["run"]()
+    return exc
+
+
+def test_an_exception_raised_by_the_suite_alone_is_inconclusive_not_a_violation() -> None:
+    verdict, evidence, rules = _finding(_raised_in_the_suite(), ("R4",))
+    assert verdict == "inconclusive" and rules == (), (verdict, evidence)
+    assert evidence.startswith("the suite itself raised KeyError('missing')"), evidence
+
+
+def test_an_exception_raised_through_adapter_code_is_a_failure() -> None:
+    class Raising:
+        def poll_ready(self) -> dict[str, Any]:
+            raise RuntimeError("boom")
+
+    verdict, evidence, _ = _finding(_raised(Raising().poll_ready), ())
+    assert (verdict, evidence) == ("fail", "the adapter raised RuntimeError('boom')")
+
+
+def test_the_reference_adapter_raising_counts_as_adapter_code() -> None:
+    adapter = ChunkAdapter(MemoryConnector(), stage_id=1)
+    try:
+        adapter.stop()
+        verdict, _, _ = _finding(_raised(lambda: adapter.load_async("x")), ())
+    finally:
+        adapter.stop()
+    assert verdict == "fail"
