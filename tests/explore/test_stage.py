@@ -86,6 +86,7 @@ def test_a_factory_that_refuses_the_explorers_keywords_is_inconclusive_not_a_vio
     assert "ValueError" in first.evidence and "runtime" in first.evidence, first
 
 
+@pytest.mark.slow  # ~35 s; the default tier keeps the refusing factory and test_refused_keywords
 def test_a_forwarding_factory_gets_only_the_keywords_its_constructor_takes() -> None:
     results = stage("tests.explore.shapes.strict_options:make_forwarding", seconds=60.0)
     assert "pass" in verdicts(results), results  # built, driven and judged
