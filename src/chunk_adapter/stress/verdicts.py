@@ -25,6 +25,7 @@ __all__ = [
     "FREE_STOP_BOUND",
     "MAX_LISTED",
     "TINY_SWITCH_INTERVAL",
+    "UNKNOWN_JOIN_STOP_BOUND",
     "blocked_stop_bound",
     "judge_counters",
     "judge_delivery",

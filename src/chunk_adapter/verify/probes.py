@@ -20,6 +20,7 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
 from ..factory import AdapterFactory
 from ..history import BuildCall
 from ..outcome import raised_by_suite, suite_error
+from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
 from .probes_stall import probe_independent_builds, probe_quiet_polling
@@ -28,7 +29,9 @@ from .result import CheckResult, rules_named_in
 __all__ = ["PROBES", "run_probes"]
 
 STOP_IDLE = 0.5  # s: idle stop() should take well under 0.1 s (R18)
-STOP_BLOCKED = 5.0  # s: stop() with a build blocked forever, any sane join timeout (R18)
+# s: stop() with a build blocked forever (R18): the bound the stress stage uses for a join
+# timeout it cannot read, so the two stages never disagree about one adapter.
+STOP_BLOCKED = UNKNOWN_JOIN_STOP_BOUND
 
 Probe = Callable[[AdapterFactory], None]
 
