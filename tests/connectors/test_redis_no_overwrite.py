@@ -321,3 +321,34 @@ def test_pickle_values_carry_the_header_too(redis_server: RedisServer, redis_pre
         with pytest.raises(KeyOccupied):
             conn.put("k", value({3}))
         assert conn.get("k") == value({1, 2})
+
+
+def test_a_second_copy_stored_by_a_retry_after_the_first_was_read_is_never_read(
+    pair: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reply of a put is lost after the server stored it; the receiver (another
+    connector) consumes the value; then the sender's retry stores it again under the
+    same header. The receiver drops that second copy (before, it read the chunk twice,
+    and the next stream of the request id could read it as its own), and the key is
+    free for the next stream's put."""
+    sender, receiver = pair
+    real_set = sender.client.set
+    lost_reply = threading.Event()  # set once the first SET has been "timed out"
+
+    def set_then_time_out(*args: Any, **kwargs: Any) -> Any:
+        result = real_set(*args, **kwargs)
+        if not lost_reply.is_set():
+            lost_reply.set()
+            raise redis_parts.import_redis().TimeoutError("Timeout reading from socket")
+        return result
+
+    monkeypatch.setattr(sender.client, "set", set_then_time_out)
+    with pytest.raises(redis_module.RedisConnectorError):
+        sender.put("r_0_0", value("A0"))
+    assert receiver.get("r_0_0") == value("A0")  # the first copy, read before the retry
+    sender.put("r_0_0", value("A0"))  # the adapter's retry: stored again, same header
+    assert receiver.get("r_0_0") is None, "the retry's second copy was read again"
+    sender.put("r_0_0", value("B0"))  # the next stream of r: the key is free
+    assert receiver.get("r_0_0") == value("B0")
+    sender.put("r_0_0", value("B0"))  # a new put with equal data is a new value, not a copy
+    assert receiver.get("r_0_0") == value("B0")

@@ -1,6 +1,6 @@
 """The Redis connector's parts outside the connector class: its errors, the
-prefix and TTL checks, importing redis-py, and the pub/sub listener thread
-behind ``subscribe`` (see :mod:`chunk_adapter.connectors.redis`)."""
+prefix and TTL checks, importing redis-py, the bounded header memories, and the
+pub/sub listener thread behind ``subscribe`` (see :mod:`chunk_adapter.connectors.redis`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import logging
 import math
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -16,15 +17,21 @@ from ..errors import ConnectorError, InvalidValue
 
 __all__ = [
     "NOTIFY_THREAD",
+    "HeaderMemory",
     "PutListener",
     "RedisConnectorError",
     "RedisNotInstalled",
     "check_prefix",
+    "command_error",
     "import_redis",
     "ttl_ms",
 ]
 
 NOTIFY_THREAD = "chunk-adapter-redis-notify"
+# Error replies no retry can fix: a refused login, a missing ACL permission, a size limit.
+_PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
+# ... and a server certificate that the client does not trust (rediss://).
+_UNTRUSTED_TLS = "CERTIFICATE_VERIFY_FAILED"
 _log = logging.getLogger("chunk_adapter.redis")
 
 
@@ -80,6 +87,56 @@ def ttl_ms(ttl: object) -> int | None:
             f"expiry), got ttl={ttl!r}"
         )
     return max(1, math.ceil(ttl * 1000))
+
+
+def command_error(op: str, key: str, exc: BaseException) -> RedisConnectorError:
+    """The error for *exc* raised by Redis command *op* on *key* (R25: permanent or not)."""
+    redis = import_redis()
+    text = str(exc)
+    refused = (
+        redis.AuthenticationError,
+        redis.exceptions.AuthorizationError,
+        redis.exceptions.NoPermissionError,  # NOPERM: redis-py drops the word
+    )
+    permanent = isinstance(exc, refused) or any(reply in text for reply in _PERMANENT_REPLIES)
+    if _UNTRUSTED_TLS in text:
+        permanent = True
+        fix = (
+            " Fix: name the CA that signed the server's certificate, e.g. "
+            "rediss://host:6379/0?ssl_ca_certs=/path/to/ca.pem"
+        )
+    else:
+        fix = " Fix the password or ACL in the url=" if permanent else ""
+    return RedisConnectorError(
+        f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {text}.{fix}",
+        permanent=permanent,
+    )
+
+
+class HeaderMemory:
+    """Redis name -> value header, for the last *size* names (oldest forgotten first).
+
+    Not thread-safe: the connector calls it under its own lock.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._headers: OrderedDict[bytes, bytes] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def remember(self, name: bytes, header: bytes) -> None:
+        self._headers[name] = header
+        self._headers.move_to_end(name)
+        while len(self._headers) > self.size:
+            self._headers.popitem(last=False)
+
+    def pop(self, name: bytes) -> bytes | None:
+        return self._headers.pop(name, None)
+
+    def get(self, name: bytes) -> bytes | None:
+        return self._headers.get(name)
 
 
 class PutListener:

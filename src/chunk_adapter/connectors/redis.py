@@ -17,7 +17,12 @@ process, a value without the header) makes it permanent (R25), so one foreign
 value cannot stall the SAVE thread. ``get`` strips the header; a value without
 it (written by another tool) is read whole. A put that raised after the server
 may have stored it (a timeout) is retried with the same header, so the retry
-finds its own value and succeeds instead of waiting for the receiver.
+finds its own value and succeeds instead of waiting for the receiver. If the
+receiver consumed the first copy before that retry, the retry stores a second
+copy under the same header: the reading connector remembers the header it last
+consumed under each of its last :data:`_CONSUMED_MAX` keys and throws such a
+copy away (``get`` returns ``None``, and the key is free again), so neither the
+stream nor the next stream of that request id ever reads a chunk twice.
 
 With ``notify=True`` a put that stored its value then publishes the key on
 ``prefix + "puts"``, and the connector offers the optional
@@ -55,17 +60,18 @@ import logging
 import struct
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError, InvalidType, InvalidValue
 from ._redis_parts import (
+    HeaderMemory,
     PutListener,
     RedisConnectorError,
     RedisNotInstalled,
     check_prefix,
+    command_error,
     import_redis,
     ttl_ms,
 )
@@ -85,10 +91,6 @@ __all__ = [
 
 DEFAULT_TTL = 600.0  # seconds: far longer than any chunk waits, short enough to clean up
 MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
-# Error replies no retry can fix: a refused login, a missing ACL permission, a size limit.
-_PERMANENT_REPLIES = ("NOAUTH", "WRONGPASS", "NOPERM", "string exceeds maximum allowed size")
-# ... and a server certificate that the client does not trust (rediss://).
-_UNTRUSTED_TLS = "CERTIFICATE_VERIFY_FAILED"
 _GLOB_SPECIAL = "*?[]\\"
 # Every stored value starts with MAGIC, the 16-byte id of the connector that put it
 # and its put number (u64): whose value a put found under its key (see module doc).
@@ -100,6 +102,9 @@ HEADER_BYTES = len(MAGIC) + WRITER_BYTES + _PUT_NUMBER.size
 # Puts that raised after the server may have stored them, remembered (by key) so
 # that their retry reuses the header; the oldest are forgotten beyond this many.
 _UNSURE_MAX = 1024
+# Headers of values this connector consumed, remembered (by key) so that a second
+# copy a retry stored after the first was read is recognised; oldest out first.
+_CONSUMED_MAX = 4096
 _log = logging.getLogger("chunk_adapter.redis")
 
 
@@ -164,39 +169,20 @@ class RedisConnector:
         # This connector's id in the header of every value it puts (see module doc).
         self.writer = uuid.uuid4().bytes
         self._put_numbers = itertools.count(1)
-        # Guards _listeners, _closed, _unsure and _put_numbers; never held while talking
+        # Guards _listeners, _closed, _unsure, _consumed and _put_numbers; never held while talking
         # to Redis except to stop listeners in close(). Nobody waits on it.
         self._lock = threading.Lock()
         self._listeners: list[PutListener] = []
         self._closed = False
-        # Redis name -> header of a put that raised after the server may have stored
-        # it; the next put of that name reuses the header (oldest first out).
-        self._unsure: OrderedDict[bytes, bytes] = OrderedDict()
+        # Headers of puts that raised after the server may have stored them; the next
+        # put of that name reuses the header.
+        self._unsure = HeaderMemory(_UNSURE_MAX)
+        # Header of the value this connector last consumed under each name
+        # (consume_on_get only): a value with the same header is a retry's second copy.
+        self._consumed = HeaderMemory(_CONSUMED_MAX)
 
     def _name(self, key: str) -> bytes:
         return (self.prefix + key).encode("utf-8", "surrogatepass")
-
-    def _fail(self, op: str, key: str, exc: BaseException) -> RedisConnectorError:
-        redis = import_redis()
-        text = str(exc)
-        refused = (
-            redis.AuthenticationError,
-            redis.exceptions.AuthorizationError,
-            redis.exceptions.NoPermissionError,  # NOPERM: redis-py drops the word
-        )
-        permanent = isinstance(exc, refused) or any(reply in text for reply in _PERMANENT_REPLIES)
-        if _UNTRUSTED_TLS in text:
-            permanent = True
-            fix = (
-                " Fix: name the CA that signed the server's certificate, e.g. "
-                "rediss://host:6379/0?ssl_ca_certs=/path/to/ca.pem"
-            )
-        else:
-            fix = " Fix the password or ACL in the url=" if permanent else ""
-        return RedisConnectorError(
-            f"{op}({key!r}) on Redis failed: {type(exc).__name__}: {text}.{fix}",
-            permanent=permanent,
-        )
 
     # -------------------------------------------------------------- connector
     def put(self, key: str, value: dict[str, Any]) -> None:
@@ -217,14 +203,15 @@ class RedisConnector:
             )
         name = self._name(key)
         with self._lock:
-            reused = self._unsure.pop(name, None)
+            reused = self._unsure.pop(name)
             header = reused or (MAGIC + self.writer + _PUT_NUMBER.pack(next(self._put_numbers)))
         blob = header + data
         try:
             stored = self.client.set(name, blob, nx=True, px=self.ttl_ms)
         except self._errors as exc:
-            self._remember_unsure(name, header)  # it may have been stored all the same
-            raise self._fail("put", key, exc) from exc
+            with self._lock:  # it may have been stored all the same
+                self._unsure.remember(name, header)
+            raise command_error("put", key, exc) from exc
         if not stored:
             occupied = self._occupied(key, name, blob, whole=reused is not None)
             if occupied is not None:
@@ -232,13 +219,6 @@ class RedisConnector:
             # An earlier try of this very put was stored after all: it succeeded.
         if self.notify:
             self._publish(key)
-
-    def _remember_unsure(self, name: bytes, header: bytes) -> None:
-        with self._lock:
-            self._unsure[name] = header
-            self._unsure.move_to_end(name)
-            while len(self._unsure) > _UNSURE_MAX:
-                self._unsure.popitem(last=False)
 
     def _occupied(self, key: str, name: bytes, blob: bytes, *, whole: bool) -> KeyOccupied | None:
         """Why a ``SET NX`` of *blob* found *name* taken; ``None`` if *blob* itself is there.
@@ -256,10 +236,10 @@ class RedisConnector:
             exists, occupant = pipe.execute()
         except import_redis().ResponseError as exc:
             if "WRONGTYPE" not in str(exc):
-                raise self._fail("put", key, exc) from exc
+                raise command_error("put", key, exc) from exc
             exists, occupant = 1, b""  # a list, hash, ... that someone else stored there
         except self._errors as exc:
-            raise self._fail("put", key, exc) from exc
+            raise command_error("put", key, exc) from exc
         if not exists:
             return KeyOccupied(
                 f"put({key!r}): the key held a value that was consumed or expired just now; "
@@ -308,13 +288,28 @@ class RedisConnector:
         try:
             raw = self._fetch(name)
         except self._errors as exc:
-            raise self._fail("get", key, exc) from exc
+            raise command_error("get", key, exc) from exc
         if raw is None:
             return None
         raw = bytes(raw)
         if raw.startswith(MAGIC) and len(raw) >= HEADER_BYTES:
+            if self.consume_on_get and self._seen_before(name, raw[:HEADER_BYTES]):
+                _log.info("get(%r): dropped a second copy of a value already consumed", key)
+                return None
             raw = raw[HEADER_BYTES:]
         return decode_value(self.serializer, key, raw)
+
+    def _seen_before(self, name: bytes, header: bytes) -> bool:
+        """Whether *header* is the one last consumed under *name*; remembers it if not.
+
+        Only a retry reuses a header (module doc), so an equal header is the second
+        copy of a put whose first copy this connector already handed out.
+        """
+        with self._lock:
+            if self._consumed.get(name) == header:
+                return True
+            self._consumed.remember(name, header)
+            return False
 
     def contains(self, key: str) -> bool:
         """Whether a value sits under *key* now (nothing is consumed)."""
@@ -322,7 +317,7 @@ class RedisConnector:
         try:
             return bool(self.client.exists(self._name(key)))
         except self._errors as exc:
-            raise self._fail("contains", key, exc) from exc
+            raise command_error("contains", key, exc) from exc
 
     def _fetch(self, name: bytes) -> Any:
         if not self.consume_on_get:
