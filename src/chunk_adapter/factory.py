@@ -34,6 +34,7 @@ __all__ = [
     "LoadedFactory",
     "accepted_options",
     "accepts_runtime",
+    "calibration_reference",
     "load_factory",
     "loaded",
     "reference_factory",
@@ -73,6 +74,22 @@ def reference_factory(connector: Any, **kwargs: Any) -> AdapterLike:
     from .adapter import ChunkAdapter
 
     return ChunkAdapter(connector, **kwargs)
+
+
+def calibration_reference(factory: Callable[..., Any]) -> AdapterFactory | None:
+    """The reference adapter's factory, to run a confirmed failure's check on once more.
+
+    A check that also fails on the reference adapter, in the same window and the
+    same way, judged the machine (too slow or loaded for one of its time bounds),
+    not the adapter: the stages then say *inconclusive*. ``None`` when *factory*
+    is the reference itself (through any ``__wrapped__`` chain): nothing to
+    compare it with, and the suite's own mutation runs mutate that very class.
+    """
+    from .adapter import ChunkAdapter
+
+    if inspect.unwrap(factory) is ChunkAdapter:
+        return None
+    return load_factory(REFERENCE)
 
 
 def load_factory(spec: str) -> AdapterFactory:

@@ -37,6 +37,7 @@ __all__ = [
     "StageContext",
     "Verdict",
     "raised_by_suite",
+    "reference_also_failed",
     "rules_named_in",
     "suite_error",
 ]
@@ -86,6 +87,18 @@ class CheckResult:
         data = dict(data)
         data["rules"] = tuple(data.get("rules", ()))
         return cls(**data)
+
+
+def reference_also_failed(evidence: str, reference_evidence: str) -> str:
+    """Evidence for a confirmed failure that the reference adapter, run on the same
+    check right after, failed the same way: the machine could not judge it (see
+    :func:`chunk_adapter.factory.calibration_reference`)."""
+    return (
+        "not a verdict on the adapter: the reference adapter, run on the same check right "
+        f"after, failed it the same way ({reference_evidence}), so this machine was too "
+        "slow or loaded to judge its time bounds just now. Re-run verify on a quieter "
+        f"machine. The adapter's failure: {evidence}"
+    )
 
 
 def rules_named_in(text: str) -> tuple[str, ...]:

@@ -15,8 +15,10 @@ replay`` reads any of them back with :func:`parse`. The kinds:
 ``stress:SCENARIO:SEED``
     one stress scenario with its seed (:mod:`chunk_adapter.stress.reproduce`).
 
-The last field takes the rest of the string, so it may hold ``:``; the others
-may not. Strings printed by earlier versions have this same form, so a string
+One field takes the rest of the string, so it may hold ``:``; the others may
+not. It is the last by default; a kind whose free text comes first (the stress
+scenario ``stop: idle``) names it with ``rest`` (the fields after it are read
+from the right). Strings printed by earlier versions have this same form, so a string
 pasted from an old CI log still replays.
 
 The other reproducers a report prints are full commands or code, not strings
@@ -51,6 +53,12 @@ class Kind:
     replay: Replay
     forms: tuple[str, ...] = ()
     """How the strings look, when the fields alone do not say it (default: one form)."""
+    rest: int = -1
+    """The index of the field that may hold ``:`` (default: the last)."""
+
+    @property
+    def _free(self) -> int:
+        return self.rest % len(self.fields)
 
     def form(self) -> tuple[str, ...]:
         """The forms of this kind's strings, e.g. ``("stress:SCENARIO:SEED",)``."""
@@ -64,13 +72,22 @@ class Kind:
                 f"a {self.name} reproducer has {len(self.fields)} fields "
                 f"({', '.join(self.fields)}), got {values!r}"
             )
-        bad = [v for v in values[:-1] if ":" in v or not v]
-        if bad or not values[-1]:
+        free = self._free
+        bad = [v for i, v in enumerate(values) if not v or (":" in v and i != free)]
+        if bad:
             raise InvalidValue(
                 f"cannot write a {self.name} reproducer from {values!r}: a field is empty or "
-                "holds ':' (only the last field may); rename it"
+                f"holds ':' (only {self.fields[free]} may); rename it"
             )
         return ":".join((self.name, *values))
+
+    def split(self, text: str) -> tuple[str, ...]:
+        """The fields of *text* (a string without its ``KIND:``): the ones before the
+        free field split from the left, the ones after it from the right."""
+        free = self._free
+        head = text.split(":", free) if free else [text]
+        tail = head.pop().rsplit(":", len(self.fields) - free - 1)
+        return (*head, *tail)
 
     def command(self, *fields: object, adapter_spec: str, env: str = "") -> str:
         """The ``reproduce with:`` command: ``chunk-adapter replay 'STRING' --adapter SPEC``,
@@ -109,7 +126,7 @@ def parse(string: str) -> tuple[Kind, tuple[str, ...]]:
     if kind is None:
         why = f"no reproducer kind {name!r}" if rest else "it has no KIND: prefix"
         raise InvalidValue(_cannot_read(string, why))
-    fields = tuple(rest.split(":", len(kind.fields) - 1))
+    fields = kind.split(rest)
     if len(fields) != len(kind.fields) or not all(fields):
         raise InvalidValue(
             _cannot_read(

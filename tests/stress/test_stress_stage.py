@@ -83,7 +83,7 @@ def test_a_finding_is_re_run_with_its_seed_and_confirmed() -> None:
     assert len(failed) == 1 and failed[0] is results[-1], results  # the stage ends there
     (result,) = failed
     assert result.rules[0] == "R2" and result.evidence.startswith("R2: ")
-    assert result.confirmation == "reproduced 2 of 2"
+    assert result.confirmation == "reproduced 2 of 2; the reference adapter passed it right after"
     assert result.replay == (
         f"chunk-adapter replay 'stress:{result.name}:7' --adapter "
         "tests.stateful.pipeline_adapters:shared_state"

@@ -41,13 +41,26 @@ def test_strings_of_earlier_versions_still_parse(
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_each_kind_round_trips_through_its_command(kind: Kind) -> None:
-    fields = ("name with spaces", "last:may:hold:colons")
+    fields = ["name with spaces", "another"]
+    fields[kind.rest] = "the free field: it may hold colons:"
     command = kind.command(*fields, adapter_spec="pkg.mod:make", env="X=1 ")
     assert command.startswith("X=1 chunk-adapter replay '") and command.endswith(
         "' --adapter pkg.mod:make"
     )
     string = command.split("'")[1]
-    assert parse(string) == (kind, fields)
+    assert parse(string) == (kind, tuple(fields))
+
+
+def test_every_stress_scenario_has_a_reproducer_that_reads_back() -> None:
+    """The stop scenarios are named ``stop: idle``...: a name holding ':' (before, writing
+    their reproducer raised, and a confirmed stop finding crashed the stress stage)."""
+    from chunk_adapter.stress.suite import scenarios
+
+    stress = kinds()["stress"]
+    names = [name for name, _, _ in scenarios(0)]
+    assert any(":" in name for name in names)
+    for name in names:
+        assert parse(stress.format(name, 7)) == (stress, (name, "7"))
 
 
 @pytest.mark.parametrize(
@@ -76,8 +89,11 @@ def test_replay_refuses_a_bad_string_before_loading_the_adapter() -> None:
 
 def test_a_field_that_would_not_read_back_is_refused_when_formatted() -> None:
     stress = kinds()["stress"]
-    with pytest.raises(InvalidValue, match="holds ':'"):
-        stress.format("a:b", 0)
+    with pytest.raises(InvalidValue, match="holds ':' \\(only SCENARIO may\\)"):
+        stress.format("blocked work", "1:2")
+    explore = kinds()["explore"]
+    with pytest.raises(InvalidValue, match="holds ':' \\(only SCHEDULE may\\)"):
+        explore.format("q1:x", "1:2")
     with pytest.raises(InvalidValue, match="2 fields"):
         stress.format("blocked work")
 

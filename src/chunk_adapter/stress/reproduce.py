@@ -27,5 +27,6 @@ def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> in
     return 0 if report.ok else 1
 
 
-STRESS = register(Kind("stress", ("SCENARIO", "SEED"), _replay))
-"""One stress scenario of :func:`~.suite.scenarios`, with its seed."""
+STRESS = register(Kind("stress", ("SCENARIO", "SEED"), _replay, rest=0))
+"""One stress scenario of :func:`~.suite.scenarios`, with its seed; the scenario's name
+may hold ``:`` (``stress:stop: idle:0``)."""

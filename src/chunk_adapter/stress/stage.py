@@ -11,9 +11,14 @@ too: a slow adapter is not a broken one.
 A finding is **re-run** with the same seed, up to :data:`RERUNS` times while
 the budget allows: ``fail`` (with ``confirmation="reproduced k of n"``) only
 if at least one re-run fails with a rule the first run named; else
-``inconclusive``. An advisory scenario (the loopback variant) never fails:
-what it finds is a note. So is a ``stats()`` counter that disagrees with the
-recording (an operator API, not the contract).
+``inconclusive``. A confirmed finding is then run once on the reference
+adapter (unless it is the adapter under test): if the reference fails it with
+a rule the finding named, the machine was too slow or loaded for a time bound
+and the verdict is ``inconclusive`` too
+(:func:`~chunk_adapter.factory.calibration_reference`). An advisory scenario
+(the loopback variant) never fails: what it finds is a note. So is a
+``stats()`` counter that disagrees with the recording (an operator API, not
+the contract).
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext
+from ..factory import AdapterFactory, calibration_reference
+from ..outcome import CheckResult, StageContext, reference_also_failed
 from ..profiles import current_profile
 from .report import StressReport
 from .reproduce import STRESS
@@ -146,10 +151,23 @@ def _judge(
             reproduced += 1
     detail = report.describe(ctx.adapter_spec)
     if reproduced:
+        confirmation = f"reproduced {reproduced} of {reruns}"
+        reference = calibration_reference(factory)
+        if reference is not None and end - time.monotonic() >= seconds + 0.5:
+            calibration = run(reference, until=end)
+            if set(calibration.contract_rules) & set(found):
+                return CheckResult(
+                    "stress", name, found, "inconclusive",
+                    reference_also_failed(failures[0], _contract_failures(calibration)[0]),
+                    detail=detail, replay=replay, seconds=time.monotonic() - start,
+                    confirmation=confirmation,
+                )  # fmt: skip
+            if not calibration.incomplete:
+                confirmation += "; the reference adapter passed it right after"
         return CheckResult(
             "stress", name, found, "fail", failures[0],
             detail=detail, replay=replay, seconds=time.monotonic() - start,
-            confirmation=f"reproduced {reproduced} of {reruns}",
+            confirmation=confirmation,
         )  # fmt: skip
     why = (
         f"{reruns} re-run(s) with the same seed did not fail that way"

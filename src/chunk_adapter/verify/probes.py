@@ -17,9 +17,9 @@ from ..bed.stack import Bed
 from ..bed.waiting import Hang, call_bounded, holds_for, stopping, wait_until
 from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
-from ..factory import AdapterFactory
+from ..factory import AdapterFactory, calibration_reference
 from ..history import BuildCall
-from ..outcome import raised_by_suite, suite_error
+from ..outcome import raised_by_suite, reference_also_failed, suite_error
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
@@ -249,9 +249,12 @@ def run_probes(
 
     A failing check is run once more on fresh adapters before it is reported:
     a violation seen twice is confirmed (``fail``); seen once, it is
-    ``inconclusive``. The stage ends at its first confirmed failure (the rest
-    would mostly repeat it, and a hanging adapter makes each check cost its bounds),
-    unless *keep_going* (``verify --all``): then every check runs.
+    ``inconclusive``. A confirmed one is run once more on the reference adapter
+    (unless that is the adapter under test): failing there the same way, it
+    judged the machine, not the adapter (``inconclusive``). The stage ends at its
+    first confirmed failure (the rest would mostly repeat it, and a hanging adapter
+    makes each check cost its bounds), unless *keep_going* (``verify --all``): then
+    every check runs.
     """
     checks: list[tuple[str, Check]] = [
         (example.__name__.replace("_", " "), _example_check(example)) for example in EXAMPLES
@@ -268,6 +271,14 @@ def run_probes(
             again, again_evidence, again_rules, _ = check(factory)
             if again == "fail" and again_rules[:1] == rules[:1]:
                 confirmation = "ran the check again on fresh adapters: failed the same way"
+                reference = calibration_reference(factory)
+                if reference is not None:
+                    ref, ref_evidence, ref_rules, _ = check(reference)
+                    if ref == "fail" and ref_rules[:1] == rules[:1]:
+                        verdict, confirmation = "inconclusive", ""
+                        evidence = reference_also_failed(evidence, ref_evidence)
+                    else:
+                        confirmation += "; the reference adapter passed it right after"
             else:
                 verdict = "inconclusive"
                 evidence = (
