@@ -134,3 +134,20 @@ def test_chunk_adapter_replay_command_line_replays_a_substitution_mode_failure()
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "R16" in proc.stdout and report.failure.schedule in proc.stdout
+
+
+def test_an_adapter_delegating_to_an_engine_in_another_package_is_controlled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found outside the repo: the factory's module and the adapter's class were the only
+    candidates, so the engine's ``from threading import`` names stayed real, its
+    threads ran uncontrolled and every scenario was inconclusive. Now the discovery
+    build's view of the adapter (what it holds, what its threads run) adds the engine."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "outside"))
+    make = load_factory("delegating_front:make")
+    control = plan_control(make)
+    assert "tests.explore.shapes.rlock_perf" in control.module_names, control.describe()
+    for name in ("pipeline/q1-save-snapshot-enqueue", "pipeline/q5-cleanup-inflight-get"):
+        report = explore(LIBRARY[name], PctStrategy(seed=1, executions=10), factory=make,
+                         substitute="auto")  # fmt: skip
+        assert report.ok, report.describe_failure()

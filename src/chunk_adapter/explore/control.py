@@ -15,8 +15,9 @@ by a timeout. Then:
 Either way the exploration runs under :mod:`.patches` (every thread a task
 starts is controlled) and :func:`~.substitute.rebound` over the candidate
 modules; the mode decides whether ``runtime=`` is passed and what the report
-says. The adapter's class, known from the discovery build, adds the modules of
-its MRO to the candidates. Plans are cached per factory and named modules.
+says. What the discovery build saw adds to the candidates: the modules of the
+adapter's class and its MRO, of the code its threads run and of the objects it
+holds (:func:`~.substitute.reached_modules`). Plans are cached per factory and named modules.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..factory import accepts_runtime, loaded
 from ..runtime import ThreadingRuntime, ThreadLike
 from . import real
 from .patches import installed
-from .substitute import candidate_modules, rebound
+from .substitute import candidate_modules, reached_modules, rebound
 
 __all__ = ["SUBSTITUTE_ENV", "Control", "controlled", "plan_control", "substitute_from_env"]
 
@@ -97,6 +98,8 @@ class _Seen:
     runtime_taken: bool = False
     spy_used: bool = False
     own_threads: tuple[str, ...] = ()
+    running: tuple[str, ...] = ()  # modules whose code the adapter's threads run
+    holding: tuple[str, ...] = ()  # modules of the objects the adapter holds
     error: str = ""
 
 
@@ -113,9 +116,10 @@ def _discover(factory: Callable[..., Any], timeout: float) -> _Seen:
         seen.runtime_taken = accepts_runtime(factory_)
         seen.spy_used = spy.used
         mine = {id(t) for t in spy.threads} | {id(threading.current_thread())}
-        seen.own_threads = tuple(
-            t.name for t in threading.enumerate() if t.ident not in before and id(t) not in mine
-        )
+        started = [t for t in threading.enumerate() if t.ident not in before and id(t) not in mine]
+        seen.own_threads = tuple(t.name for t in started)
+        running, holding = reached_modules(adapter, [*started, *spy.threads])
+        seen.running, seen.holding = tuple(running), tuple(holding)
         adapter.stop()
 
     def guarded() -> None:
@@ -153,7 +157,11 @@ def _plan(
     factory: Callable[..., Any], named: Sequence[ModuleType | str], timeout: float
 ) -> Control:
     seen = _discover(factory, timeout)
-    modules = tuple(candidate_modules(factory, seen.adapter_type, named))
+    modules = tuple(
+        candidate_modules(
+            factory, seen.adapter_type, named, running=seen.running, holding=seen.holding
+        )
+    )
     if seen.error:
         takes = accepts_runtime(factory)
         return Control(

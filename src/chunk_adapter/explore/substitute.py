@@ -8,8 +8,13 @@ the routers for the duration of an exploration, in the *candidate modules*:
 
 * the factory's module, and the modules of every class in the adapter's MRO
   (found by a discovery build, :mod:`.control`);
-* every module of the factory's top-level package that is already imported
-  (not for ``chunk_adapter`` itself, whose modules are the explorer's);
+* what the discovery build saw the adapter use (:func:`reached_modules`): the
+  modules whose code its threads run (their targets, a ``Thread`` subclass's
+  class), and the modules of the classes of the objects it holds, two
+  attributes deep (an adapter that delegates to an engine in another package);
+* every module of the factory's top-level package that is already imported,
+  and of the top-level packages its threads' code lives in (not for
+  ``chunk_adapter`` itself, whose modules are the explorer's);
 * the modules and packages the user names (``--substitute``, ``substitute=``):
   a module object or a dotted name; a package means all its submodules.
 
@@ -30,7 +35,7 @@ from typing import Any
 from ..errors import InvalidValue
 from .patches import REAL_ONLY, REPLACEMENTS
 
-__all__ = ["candidate_modules", "named_modules", "rebound"]
+__all__ = ["candidate_modules", "named_modules", "reached_modules", "rebound"]
 
 _OWN = ("chunk_adapter",)  # the explorer's package: never expanded as "the factory's package"
 
@@ -84,12 +89,62 @@ def _submodules(package: ModuleType) -> list[ModuleType]:
     return found
 
 
+_REACH_DEPTH = 2  # attributes followed from the adapter (adapter.engine.queue)
+_REACH_OBJECTS = 500  # objects looked at, at most
+
+
+def reached_modules(adapter: object, threads: Iterable[object]) -> tuple[list[str], list[str]]:
+    """``(running, holding)``: the modules whose code *threads* (the adapter's own) run,
+    and the modules of the classes of the objects *adapter* holds, two attributes deep
+    (instance attributes, slots, and the items of lists, tuples, sets and dicts)."""
+    running: dict[str, None] = {}
+    for thread in threads:
+        target = getattr(thread, "_target", None)
+        for name in (getattr(target, "__module__", None), type(thread).__module__):
+            if isinstance(name, str):
+                running.setdefault(name, None)
+    holding: dict[str, None] = {}
+    seen: set[int] = set()
+    level: list[object] = [adapter]
+    for _ in range(_REACH_DEPTH + 1):
+        following: list[object] = []
+        for obj in level:
+            if id(obj) in seen or len(seen) >= _REACH_OBJECTS:
+                continue
+            seen.add(id(obj))
+            holding.setdefault(type(obj).__module__, None)
+            following.extend(_held(obj))
+        level = following
+    return list(running), list(holding)
+
+
+def _held(obj: object) -> list[object]:
+    """What *obj* holds directly: its attributes and slots, or a container's items."""
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return list(obj)[:_REACH_OBJECTS]
+    if isinstance(obj, dict):
+        return list(obj.values())[:_REACH_OBJECTS]
+    held = list(getattr(obj, "__dict__", {}).values()) if not isinstance(obj, type) else []
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if isinstance(slot, str) and slot not in ("__dict__", "__weakref__"):
+                try:
+                    held.append(getattr(obj, slot))
+                except AttributeError:  # an empty slot
+                    continue
+    return held
+
+
 def candidate_modules(
     factory: Callable[..., Any],
     adapter_type: type | None,
     named: Sequence[ModuleType | str] = (),
+    *,
+    running: Sequence[str] = (),
+    holding: Sequence[str] = (),
 ) -> list[ModuleType]:
-    """The modules whose threading names are rebound and whose threads must be ours."""
+    """The modules whose threading names are rebound and whose threads must be ours
+    (*running*, *holding*: what :func:`reached_modules` found; module doc)."""
     chosen: dict[str, ModuleType] = {}
 
     def add(name: str | None) -> None:
@@ -101,11 +156,16 @@ def candidate_modules(
     add(home)
     for cls in getattr(adapter_type, "__mro__", ()):
         add(cls.__module__)
-    top = (home or "").partition(".")[0]
-    if top and top not in _OWN:
-        for name in sorted(sys.modules):
-            if name == top or name.startswith(top + "."):
-                add(name)
+    for name in (*running, *holding):
+        add(name)
+    tops = dict.fromkeys(
+        top
+        for top in ((home or "").partition(".")[0], *(n.partition(".")[0] for n in running))
+        if top and top not in _OWN and _usable(top)
+    )
+    for name in sorted(sys.modules):
+        if name.partition(".")[0] in tops:
+            add(name)
     for module in named_modules(named):
         chosen.setdefault(module.__name__, module)
     return list(chosen.values())
