@@ -109,6 +109,7 @@ def test_a_finding_is_re_run_from_its_reproducer_and_confirmed(failed: CheckResu
     assert result.verdict == "fail", result
     assert result.rules[0] == "R4", result.rules
     assert result.confirmation.startswith("re-ran the shrunk example: failed again")
+    assert "; the reference adapter passed it right after" in result.confirmation
     assert result.replay is not None
     match = re.fullmatch(r"chunk-adapter replay 'stateful:ci:([^']+)' --adapter \S+", result.replay)
     assert match, result.replay
@@ -187,6 +188,26 @@ def test_a_finding_that_does_not_reproduce_is_inconclusive() -> None:
     assert result.verdict == "inconclusive", result
     assert result.evidence.startswith("did not reproduce:"), result.evidence
     assert "R2" in result.evidence and result.replay is not None
+
+
+def test_a_failure_the_reference_adapter_shares_is_inconclusive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A wrong model (a suite bug, or a machine too slow for a bound) fails every adapter:
+    the finding reproduces on the adapter and then on the reference adapter, so it is
+    not a verdict on the adapter (before, a confirmed red on a correct adapter)."""
+    from chunk_adapter.model import ContractModel
+
+    save = ContractModel.save
+
+    def misremembered(self: ContractModel, request_id: str, snapshot: Any, final: bool) -> Any:
+        return save(self, request_id, ("not", snapshot), final)
+
+    monkeypatch.setattr(ContractModel, "save", misremembered)
+    (result,) = _run(pa.shared_state, 60.0)[0]
+    assert result.verdict == "inconclusive", result
+    assert "not a verdict on the adapter: the reference adapter" in result.evidence
+    assert result.replay is not None
 
 
 def test_the_budget_stops_new_work_and_keeps_a_reserve() -> None:

@@ -10,7 +10,10 @@ left. Then:
   ("87 of 150 examples") — a slow adapter is not a broken one;
 * a failure: the shrunk example is **re-run once** from its reproducer (the
   blob ``chunk-adapter replay 'stateful:PROFILE:BLOB'`` takes). ``fail`` only
-  if it fails again with the same first rule; else ``inconclusive``. The
+  if it fails again with the same first rule; else ``inconclusive``. A
+  confirmed failure is re-run once more on the reference adapter (unless that
+  is the adapter under test): failing there the same way, it judged the
+  machine or the suite, not the adapter, and is ``inconclusive``. The
   report gives the steps as a pytest test that calls the user's factory
   (:mod:`.counterexample`), and the replay command.
 
@@ -34,7 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import InvalidValue
-from ..factory import AdapterFactory
+from ..factory import AdapterFactory, calibration_reference
 from ..oracles import ContractViolation
 from ..outcome import (
     PASTE_BEGIN,
@@ -42,6 +45,7 @@ from ..outcome import (
     CheckResult,
     StageContext,
     raised_by_suite,
+    reference_also_failed,
     suite_error,
 )
 from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
@@ -244,6 +248,26 @@ def _confirm(
             coverage=coverage,
         )
     confirmation = "re-ran the shrunk example: failed again"
+    reference = calibration_reference(factory)
+    if reference is not None:
+        done, calibration = _on_thread(
+            lambda: replay_example(
+                reference, finding.blob or "", profile=profile.name, reproduce=reproduce
+            ),
+            end,
+        )
+        if done and calibration is not None and calibration[0] is not None:
+            if same_failure(error, calibration[0]):
+                return result(
+                    "inconclusive",
+                    reference_also_failed(first, _headline(calibration[0])),
+                    rules=rules,
+                    detail=_detail(error, printed, note, ctx, profile),
+                    replay=replay,
+                    coverage=coverage,
+                )
+        elif done and calibration is not None:
+            confirmation += "; the reference adapter passed it right after"
     lines = steps_of(printed_again or printed)
     smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
     if smaller is not None:
