@@ -7,6 +7,8 @@
   wakes whoever waits for the connector to be called or to go quiet.
 - :mod:`.pair`: :class:`AdapterPair`, a sender and a receiver adapter driven as
   the one adapter a scheduler sees.
+- :mod:`.crashes`: :func:`thread_crashes`, the threads that died of an uncaught
+  exception during a run (R22 is judged by those, not by which threads live).
 - :mod:`.waiting`: bounded calls and waits (:func:`call_bounded`,
   :func:`wait_until`), the one place a driver waits with a deadline.
 
@@ -16,6 +18,7 @@ loading in :mod:`chunk_adapter.factory`. See docs/architecture.md for the layers
 
 from __future__ import annotations
 
+from .crashes import thread_crashes
 from .pair import AdapterPair
 from .progress import Progress
 from .stack import Bed
@@ -30,5 +33,6 @@ __all__ = [
     "call_in_thread",
     "holds_for",
     "stopping",
+    "thread_crashes",
     "wait_until",
 ]

@@ -12,13 +12,12 @@ still alive counts as a hang. Nothing here is deterministic: it is what "run it
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..bed.crashes import thread_crashes
 from ..bed.progress import Progress
 from ..factory import accepted_options, reference_factory, takes_keyword
 from .checks import default_checker, default_wrap
@@ -73,7 +72,7 @@ def run_threads(
         raw.append(adapter)
         stand.drive(m, adapter, wrap)
     run = ThreadRun()
-    with _crashes() as died:
+    with thread_crashes(chain=False) as died:
         stand.run_script(
             settle=lambda: progress.wait_quiet(idle, settle_limit), note=lambda line: None
         )
@@ -98,20 +97,3 @@ def run_threads(
     run.failures += default_checker(execution)
     run.seconds = time.perf_counter() - start
     return run
-
-
-@contextmanager
-def _crashes() -> Iterator[list[tuple[str, BaseException | None]]]:
-    """Collect uncaught exceptions of threads (as the explorer's ``crash``) while active."""
-    died: list[tuple[str, BaseException | None]] = []
-    previous = threading.excepthook
-
-    def hook(args: threading.ExceptHookArgs) -> None:
-        name = args.thread.name if args.thread is not None else "?"
-        died.append((name, args.exc_value))
-
-    threading.excepthook = hook
-    try:
-        yield died
-    finally:
-        threading.excepthook = previous

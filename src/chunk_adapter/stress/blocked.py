@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import time
 
+from ..bed.crashes import thread_crashes
 from ..connectors import Gate
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
@@ -77,9 +78,8 @@ def blocked_work(
     rig = Rig.build(seed=seed, notify=notify)
     blocked_calls = 0
     mark = 0
-    with switch_interval(switch_interval_s):
+    with switch_interval(switch_interval_s), thread_crashes(chain=True) as crashes:
         adapter = rig.adapter(factory, **FAST_OPTIONS)
-        started = rig.new_threads()
         sched = SchedulerLoop(adapter, rig.history, call_bound)
         nonfinal_saves = 0
         held: list[str] = []
@@ -153,7 +153,7 @@ def blocked_work(
                 report,
                 sched,
                 rig,
-                started,
+                crashes,
                 everyone,
                 since=t0,
                 deadline=deadline,

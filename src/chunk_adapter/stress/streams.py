@@ -22,6 +22,7 @@ import random
 import time
 from typing import Any
 
+from ..bed.crashes import thread_crashes
 from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
@@ -110,9 +111,8 @@ def run_streams(
     )
     if failing:
         rig.builder.fail(predicate=lambda rid, snap, fin: _tag(snap) in failing, times=len(failing))
-    with switch_interval(switch_interval_s):
+    with switch_interval(switch_interval_s), thread_crashes(chain=True) as crashes:
         adapter = rig.adapter(factory, **FAST_OPTIONS)
-        started = rig.new_threads()
         sched = SchedulerLoop(adapter, rig.history)
         nonfinal_saves = 0
         complete = False
@@ -148,7 +148,7 @@ def run_streams(
             for rid in late:
                 sched.load(rid)
             complete = judge_delivery(
-                report, sched, rig, started, set(plan), since=t0, deadline=deadline, until=until
+                report, sched, rig, crashes, set(plan), since=t0, deadline=deadline, until=until
             )
         except Exception as exc:  # a scheduler call raised: a finding, reported with the seed
             complete = False

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..bed.crashes import Crash
 from ..history import History
 from ..oracles import check
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
-from .rig import Rig
+from .rig import HELPER_PREFIX, Rig
 from .scheduler import SchedulerLoop, StopOutcome
 
 __all__ = [
@@ -33,7 +34,7 @@ __all__ = [
     "judge_shutdown",
     "judge_stop",
     "judge_stops",
-    "judge_threads_alive",
+    "judge_thread_crashes",
     "switch_interval",
 ]
 
@@ -114,14 +115,23 @@ def judge_stop(
         report.fail("R18", f"{what} took {outcome.elapsed:.3f}s; the bound is {bound:.3f}s")
 
 
-def judge_threads_alive(report: StressReport, rig: Rig, started: list[Any]) -> None:
-    """Every background thread the adapter started is still alive while it runs (R22)."""
-    dead = [t.name for t in started if not t.is_alive()]
+def judge_thread_crashes(report: StressReport, crashes: list[Crash]) -> None:
+    """No background thread died of an uncaught exception while the adapter ran (R22).
+
+    Judged by the exceptions (:func:`~chunk_adapter.bed.crashes.thread_crashes`), not by
+    which threads are still alive: a thread that ends because its work is done (a
+    ``Timer`` round, a short-lived worker) breaks nothing, and a side that stops
+    working without an exception is what the delivery checks (R23) see. The
+    scenarios' own helper threads (``stress-...``) are not the adapter's.
+    """
+    dead = [(name, exc) for name, exc in list(crashes) if not name.startswith(HELPER_PREFIX)]
     if dead:
         report.fail(
             "R22",
-            f"background thread(s) {dead} died while the adapter was running "
-            "(an exception from put/get/build must never kill a thread)",
+            f"background thread(s) {[name for name, _ in dead]} died while the adapter was "
+            f"running, of {dead[0][1]!r}"
+            + (f" and {len(dead) - 1} more" if len(dead) > 1 else "")
+            + " (an exception from put/get/build must never kill a thread)",
         )
 
 
@@ -143,7 +153,7 @@ def judge_delivery(
     report: StressReport,
     sched: SchedulerLoop,
     rig: Rig,
-    started: list[Any],
+    crashes: list[Crash],
     expected: set[str],
     *,
     since: float,
@@ -169,7 +179,7 @@ def judge_delivery(
             f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not put, "
             "or not received)",
         )
-    judge_threads_alive(report, rig, started)
+    judge_thread_crashes(report, crashes)
     if progress != "budget":
         # A final can be handed out before its put's record is appended (the
         # SAVE thread is preempted between the two); wait for such calls.

@@ -1,0 +1,44 @@
+"""Which threads died of an uncaught exception while a run was under way.
+
+A thread the adapter started may end for two reasons: an exception nobody
+caught (R22 forbids that for put, get and build failures) or because its work
+is done (a ``threading.Timer`` round, a short-lived worker). Only the first is
+a finding, so the drivers judge thread deaths by :func:`thread_crashes`, not by
+which threads are still alive: a RECV side re-armed as one ``Timer`` per round
+is correct, and a side that stops working without an exception is what R23's
+liveness checks see.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["Crash", "thread_crashes"]
+
+Crash = tuple[str, BaseException | None]
+"""``(thread name, the exception it died of)``."""
+
+
+@contextmanager
+def thread_crashes(*, chain: bool) -> Iterator[list[Crash]]:
+    """Collect the uncaught exceptions of every thread while active (``threading.excepthook``).
+
+    With *chain*, the hook that was installed before still runs (by default it prints
+    the traceback to stderr); without, the exceptions are only collected. The list is
+    appended to from the dying threads; appending is atomic, so no lock is needed.
+    """
+    died: list[Crash] = []
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        died.append((args.thread.name if args.thread is not None else "?", args.exc_value))
+        if chain:
+            previous(args)
+
+    threading.excepthook = hook
+    try:
+        yield died
+    finally:
+        threading.excepthook = previous

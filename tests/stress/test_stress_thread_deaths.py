@@ -1,0 +1,83 @@
+"""R22 is judged by the exceptions the adapter's threads die of, not by which threads live.
+
+Found outside the repository: a correct adapter whose RECV side is re-armed as one
+``threading.Timer`` per round got "R22: background thread(s) ['timer-recv', ...]
+died while the adapter was running", confirmed, exit 1 — every round's thread
+ends once its round is done. Here the same false alarm in its smallest shape (a
+helper thread that ends, cleanly, after the first save), and the bug R22 is
+about (a thread that dies of an exception) still found.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from chunk_adapter import ChunkAdapter
+from chunk_adapter.bed.crashes import thread_crashes
+from chunk_adapter.stress import put_faults
+
+SMALL: dict[str, Any] = {"seed": 3, "requests": 20, "chunks": 4, "put_rate": 0.2}
+
+
+class _OneShotHelper(ChunkAdapter):
+    """Starts a helper thread that runs once, after the first ``save_async``, then ends.
+
+    *fails*: the helper raises instead of returning (uncaught: the thread dies of it).
+    """
+
+    fails = False
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        super().__init__(connector, **kwargs)
+        # Set by the first save_async; the helper thread waits for it, once.
+        self._first_save = threading.Event()
+        self._helper = threading.Thread(target=self._once, name="one-shot", daemon=True)
+        self._helper.start()
+
+    def _once(self) -> None:
+        while not self._first_save.wait(0.05):
+            if self._stop.is_set():
+                return
+        if self.fails:
+            raise RuntimeError("the helper failed")
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        super().save_async(request_id, obj, is_final)
+        self._first_save.set()
+
+
+class _DyingHelper(_OneShotHelper):
+    fails = True
+
+
+@pytest.mark.rule("R22")
+def test_a_thread_that_ends_when_its_work_is_done_is_not_a_death() -> None:
+    report = put_faults(_OneShotHelper, **SMALL)
+    assert report.ok, report.describe()
+
+
+@pytest.mark.rule("R22")
+def test_a_thread_that_dies_of_an_exception_is_still_found() -> None:
+    report = put_faults(_DyingHelper, **SMALL)
+    assert "R22" in report.rules, report.describe()
+    (failure,) = [f for f in report.failures if f.startswith("R22")]
+    assert "['one-shot']" in failure and "RuntimeError('the helper failed')" in failure
+
+
+def test_the_hook_installed_before_still_sees_each_death(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.thread.name))
+    with thread_crashes(chain=True) as crashes:
+        thread = threading.Thread(target=lambda: 1 / 0, name="dies")
+        thread.start()
+        thread.join()
+    assert [(name, type(exc)) for name, exc in crashes] == [("dies", ZeroDivisionError)]
+    assert seen == ["dies"]  # e.g. the default hook, which prints the traceback
+    with thread_crashes(chain=False) as crashes:
+        thread = threading.Thread(target=lambda: 1 / 0, name="dies again")
+        thread.start()
+        thread.join()
+    assert len(crashes) == 1 and seen == ["dies"]
