@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -95,3 +96,26 @@ def test_bounded_state_probe_finds_the_leak(name: str) -> None:
 @pytest.mark.rule("R24")
 def test_bounded_state_probe_passes_the_reference_adapter() -> None:
     probe_bounded_state(ChunkAdapter)
+
+
+class _CumulativeRegistered(ChunkAdapter):
+    """Correct, with a ``stats()`` whose ``registered`` counts registrations made so far
+    (a cumulative counter, not the reference's depth): it grows with every request id."""
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        super().__init__(connector, **kwargs)
+        self.loads = 0  # only the scheduler thread calls load_async
+
+    def load_async(self, request_id: str) -> None:
+        super().load_async(request_id)
+        self.loads += 1
+
+    def stats(self) -> Any:
+        return {"registered": self.loads}
+
+
+@pytest.mark.rule("R24")
+def test_a_counter_named_like_a_depth_is_not_state_kept() -> None:
+    """Found outside the repo: ``stats().registered 930 -> 2604`` alone made R24 fail
+    (1 byte retained per request, allowed 16) — exit 1 on a correct adapter."""
+    probe_bounded_state(_CumulativeRegistered)
