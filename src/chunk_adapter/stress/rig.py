@@ -182,6 +182,10 @@ class Rig:
     builder: GatedBuilder
     loopback: bool = False
     threads_before: set[threading.Thread] = field(default_factory=set)
+    put_tries: int | None = None
+    """The sender's ``put_tries`` as it was built (an int >= 1), for the oracles; ``None``
+    when it shows none. Read before any put, so a counter of the same name (0 then)
+    is not mistaken for the setting."""
 
     @property
     def history(self) -> History:
@@ -222,9 +226,12 @@ class Rig:
     def adapter(self, factory: AdapterFactory, **options: Any) -> Pipeline:
         """Build the adapters under test on this rig; remembers which threads existed before."""
         self.threads_before = set(threading.enumerate())
-        return make_adapter(
+        pipeline = make_adapter(
             factory, self.bed, build_payload=self.builder, loopback=self.loopback, **options
         )
+        tries: Any = getattr(pipeline, "put_tries", None)
+        self.put_tries = tries if _is_count(tries) and tries >= 1 else None
+        return pipeline
 
     def new_threads(self, exclude: Iterable[threading.Thread] = ()) -> list[threading.Thread]:
         """Live threads started since :meth:`adapter` (the adapter's), minus *exclude*.

@@ -184,12 +184,11 @@ def judge_delivery(
         # A final can be handed out before its put's record is appended (the
         # SAVE thread is preempted between the two); wait for such calls.
         rig.history.settle(SETTLE_SECONDS)
-    put_tries = getattr(sched.adapter, "put_tries", None)
     judge_history(
         report,
         rig.history,
         quiescent=progress != "budget",  # done, or stalled: what is missing is missing
-        put_tries=put_tries if isinstance(put_tries, int) else None,
+        put_tries=rig.put_tries,
     )
     if progress == "budget":
         report.stop_at_budget(f"{len(missing)} of {len(expected)} streams still being delivered")

@@ -1,22 +1,26 @@
-"""R22 is judged by the exceptions the adapter's threads die of, not by which threads live.
+"""Correct adapters in shapes found outside the repository pass the stress scenarios.
+
+R22 is judged by the exceptions the adapter's threads die of, not by which threads live.
 
 Found outside the repository: a correct adapter whose RECV side is re-armed as one
 ``threading.Timer`` per round got "R22: background thread(s) ['timer-recv', ...]
 died while the adapter was running", confirmed, exit 1 — every round's thread
 ends once its round is done. Here the same false alarm in its smallest shape (a
 helper thread that ends, cleanly, after the first save), and the bug R22 is
-about (a thread that dies of an exception) still found.
+about (a thread that dies of an exception) still found. And an attribute named
+``put_tries`` is read as the setting only as the adapter was built.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from chunk_adapter import ChunkAdapter
 from chunk_adapter.bed.crashes import thread_crashes
+from chunk_adapter.factory import AdapterFactory
 from chunk_adapter.stress import put_faults
 
 SMALL: dict[str, Any] = {"seed": 3, "requests": 20, "chunks": 4, "put_rate": 0.2}
@@ -81,3 +85,37 @@ def test_the_hook_installed_before_still_sees_each_death(monkeypatch: pytest.Mon
         thread.start()
         thread.join()
     assert len(crashes) == 1 and seen == ["dies"]
+
+
+class _CountsPutTries:
+    """Correct (the reference adapter inside); its ``put_tries`` is not the setting but a
+    count of the puts tried so far, kept by a connector wrapper."""
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        self.put_tries = 0  # only the inner SAVE thread adds to it
+        owner = self
+
+        class Counting:
+            def put(self, key: str, value: Any) -> None:
+                owner.put_tries += 1
+                connector.put(key, value)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(connector, name)
+
+        self._inner = ChunkAdapter(Counting(), **kwargs)
+        self.save_async = self._inner.save_async
+        self.cancel_sender = self._inner.cancel_sender
+        self.load_async = self._inner.load_async
+        self.poll_ready = self._inner.poll_ready
+        self.cleanup_receiver = self._inner.cleanup_receiver
+        self.stop = self._inner.stop
+
+
+@pytest.mark.rule("R10")
+def test_an_attribute_named_put_tries_that_counts_is_not_taken_for_the_setting() -> None:
+    """The oracles learn the adapter's tries from ``put_tries`` as it was built; read
+    after the run, a counter of that name told them every dropped chunk should have
+    been tried thousands of times (R10 on a correct adapter)."""
+    report = put_faults(cast(AdapterFactory, _CountsPutTries), **SMALL)
+    assert report.ok, report.describe()
