@@ -156,6 +156,28 @@ def test_reports_a_busy_loop_as_a_livelock() -> None:
     assert "more than 500 switch points" in ctl.failures[0].message
 
 
+@pytest.mark.rule("R17")
+def test_a_program_that_sleeps_past_the_step_budget_is_long_not_livelocked() -> None:
+    """Over max_steps while virtual time keeps moving (a poller that sleeps 1 ms a round):
+    the execution is long, which decides nothing. Before, it was a livelock, and the
+    explore stage called it R17 (found outside the repo: a ``sched.scheduler`` RECV side
+    making many switch points per 1 ms round)."""
+
+    def program(rt: ControlledRuntime) -> None:
+        for _ in range(10_000):
+            rt.sleep(0.001)
+
+    ctl = run_program(program, max_steps=500)
+    assert kinds(ctl) == ["too long"]
+    assert "virtual time kept moving" in ctl.failures[0].message
+
+
+def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
+    from chunk_adapter.explore.stage import KIND_RULES, NOT_CONTROLLED
+
+    assert "too long" in NOT_CONTROLLED and "too long" not in KIND_RULES
+
+
 @pytest.mark.rule("R20")
 def test_reports_a_wait_without_timeout_left_after_the_script_as_a_hang() -> None:
     def program(rt: ControlledRuntime) -> None:

@@ -39,9 +39,10 @@ __all__ = ["plan", "run_stage"]
 
 # Rules for explorer failures that are not oracle violations (those carry theirs).
 KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
-# Failures that say the run was not under the explorer's control, or that the factory
-# could not build the adapter (nothing was driven yet): never a violation.
-NOT_CONTROLLED = ("uncontrolled", "diverged", "factory")
+# Failures that say the run was not under the explorer's control, that the factory
+# could not build the adapter (nothing was driven yet), or that an execution outgrew
+# the step budget while the adapter kept sleeping at its pace: never a violation.
+NOT_CONTROLLED = ("uncontrolled", "diverged", "factory", "too long")
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
 STRATEGIES = ("pct", "random")
 

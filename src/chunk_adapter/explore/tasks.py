@@ -32,6 +32,7 @@ __all__ = [
     "foreign",
     "livelock",
     "stuck",
+    "too_long",
 ]
 
 
@@ -104,7 +105,8 @@ class Step:
 @dataclass(frozen=True)
 class Failure:
     """Why an execution failed. ``kind``: deadlock, livelock, crash, hang, uncontrolled,
-    script, violation, diverged, factory (the factory raised: :class:`FactoryFailed`).
+    script, violation, diverged, factory (the factory raised: :class:`FactoryFailed`),
+    too long (over the step budget while virtual time kept moving: :func:`too_long`).
     ``rules``: the contract rules a violation breaks, root first, as the oracle found them
     (empty for the other kinds, and for a message from a checker that returns plain
     strings)."""
@@ -168,6 +170,18 @@ def livelock(max_steps: int, now: float) -> Failure:
         f"(virtual t={now:.3f} s): a thread keeps running without the "
         "execution ending (a busy loop, or a thread that does not exit after "
         "stop()). Raise max_steps if the scenario is just long.",
+    )
+
+
+def too_long(max_steps: int, now: float, moved: float, window: int) -> Failure:
+    """More than *max_steps* switch points while virtual time kept moving: not a verdict."""
+    return Failure(
+        "too long",
+        f"more than {max_steps} switch points in one execution (virtual t={now:.3f} s), "
+        f"but virtual time kept moving ({moved * 1000:.0f} ms over the last {window} "
+        "switch points): the adapter sleeps and polls at its own pace, and this scenario "
+        "took longer than the explorer's step budget, so nothing is decided. Raise "
+        "max_steps (explore(..., max_steps=...)) to run it to its end.",
     )
 
 
