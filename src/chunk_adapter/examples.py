@@ -14,25 +14,41 @@ from typing import Any
 from .bed.stack import FACTORY, Bed
 from .bed.waiting import call_bounded, stopping, wait_until
 from .factory import AdapterFactory, AdapterLike
+from .oracles.violations import Violation, rules_in_order
 
 __all__ = ["ARRIVE", "CALL", "EXAMPLES", "FACTORY", "ExampleOutcome", "example_2", "example_3"]
 
 CALL = 2.0  # seconds any single adapter call may take here before it counts as a hang
 ARRIVE = 10.0  # seconds for a chunk to arrive
+R11 = ("R11",)  # a final that never arrives: the stream never ends
 
 
 @dataclass
 class ExampleOutcome:
+    """What one example saw: *lines* to print, and a :class:`Violation` per *problem*.
+
+    ``rules`` are the rules the example checks; :attr:`broken` those its problems
+    break, as data (each problem's rule, then its consequences).
+    """
+
     title: str
     rules: tuple[str, ...]
     ok: bool = True
     lines: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    problems: list[Violation] = field(default_factory=list)
 
-    def expect(self, condition: bool, problem: str) -> None:
+    def expect(
+        self, condition: bool, rule: str, problem: str, *, also: tuple[str, ...] = ()
+    ) -> None:
+        """Unless *condition*, record *problem* as a violation of *rule* (and *also*)."""
         if not condition:
             self.ok = False
-            self.problems.append(problem)
+            self.problems.append(Violation(rule, problem, also=also))
+
+    @property
+    def broken(self) -> tuple[str, ...]:
+        """The rules the problems break, in order, each once (none when ``ok``)."""
+        return tuple(rules_in_order(self.problems, also=True))
 
 
 def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> bool:
@@ -72,14 +88,18 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
         live.append("c")
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "R11: the final chunk of 'v'")
+        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'", rules=R11)
         out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
         out.expect(
-            conn.puts == ["v_0_0", "v_0_1"], f"R1, R9: keys put {conn.puts}, not v_0_0, v_0_1"
+            conn.puts == ["v_0_0", "v_0_1"],
+            "R1",
+            f"keys put {conn.puts}, not v_0_0, v_0_1 (R9: contiguous ids)",
+            also=("R9",),
         )
         out.expect(
             [c.get("data") for c in got] == [["a"], ["a", "b"]],
-            f"R4: 'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
+            "R4",
+            f"'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
         )
 
         call_bounded(lambda: rcv.load_async("q"), CALL, "load_async('q')")
@@ -100,18 +120,19 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         second = call_bounded(rcv.poll_ready, CALL, "poll_ready()")
         call_bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
         third: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "R11: the final chunk of 'q'")
+        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "the final chunk of 'q'", rules=R11)
         out.lines += [
             f"poll_ready():  {first}",
             f"poll_ready():  {second}",
             f"poll_ready():  {{'q': {third}}}",
         ]
         want = [{"data": 1, "finished": False}, {"data": 2, "finished": False}]
-        out.expect(first == {"q": want}, f"R15: q's chunks came as {first}, expected {want}")
-        out.expect(second == {}, f"R15: a second poll_ready with nothing new gave {second}")
+        out.expect(first == {"q": want}, "R15", f"q's chunks came as {first}, expected {want}")
+        out.expect(second == {}, "R15", f"a second poll_ready with nothing new gave {second}")
         out.expect(
             third == [{"data": 3, "finished": True}],
-            f"R2: q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
+            "R2",
+            f"q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
         )
     return out
 
@@ -133,7 +154,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
         call_bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
         if not gate.wait_started(ARRIVE):
-            out.expect(False, "R5: the build of 'p0' never started")
+            out.expect(False, "R5", "the build of 'p0' never started")
             return out
         for part in ("p1", "p2", "p3"):
             _save(snd, "w", part, False)
@@ -141,7 +162,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
         gate.release()
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "R11: the final chunk of 'w'")
+        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'", rules=R11)
     out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
     both = [
         (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),
@@ -149,7 +170,8 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
     ]
     out.expect(
         (conn.puts, got) in both,
-        f"R6: keys {conn.puts} and chunks {got} are neither outcome the contract allows",
+        "R6",
+        f"keys {conn.puts} and chunks {got} are neither outcome the contract allows",
     )
     return out
 

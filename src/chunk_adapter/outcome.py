@@ -21,7 +21,6 @@ Verdicts mean one thing each, everywhere (docs/verify.md, "Exit status"):
 
 from __future__ import annotations
 
-import re
 import sysconfig
 import time
 import traceback
@@ -38,7 +37,6 @@ __all__ = [
     "Verdict",
     "raised_by_suite",
     "reference_also_failed",
-    "rules_named_in",
     "suite_error",
 ]
 
@@ -99,16 +97,6 @@ def reference_also_failed(evidence: str, reference_evidence: str) -> str:
         "slow or loaded to judge its time bounds just now. Re-run verify on a quieter "
         f"machine. The adapter's failure: {evidence}"
     )
-
-
-def rules_named_in(text: str) -> tuple[str, ...]:
-    """The rule numbers (R1..R24) a message names, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for match in re.finditer(r"\bR(\d{1,2})\b", text):
-        rule = f"R{int(match.group(1))}"
-        if rule in RULES:
-            seen.setdefault(rule, None)
-    return tuple(seen)
 
 
 @dataclass(frozen=True)

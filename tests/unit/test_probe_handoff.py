@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from chunk_adapter import ChunkAdapter
+from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.verify import probes_pacing
 from chunk_adapter.verify.probes import PROBES
 
@@ -42,6 +43,7 @@ def test_reference_hands_each_chunk_over_promptly() -> None:
 @pytest.mark.rule("R17")
 def test_lost_notifications_are_caught_with_the_rule_and_the_times() -> None:
     assert min(probes_pacing.handoff_times(_deaf, notify=False)) < probes_pacing.HOP_BOUND
-    with pytest.raises(AssertionError, match=r"^R17: over a notifying connector") as caught:
+    with pytest.raises(ContractViolation, match=r"^R17: over a notifying connector") as caught:
         probes_pacing.probe_prompt_handoff(_deaf)
+    assert caught.value.rules == ["R17"], caught.value.violations
     assert "fastest of 6 chunks" in str(caught.value)

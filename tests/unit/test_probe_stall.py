@@ -21,6 +21,7 @@ from chunk_adapter import ChunkAdapter
 from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors.base import ConnectorWrapper
 from chunk_adapter.factory import load_factory
+from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.verify import probes_stall
 from chunk_adapter.verify.leaks import Undecided
 from chunk_adapter.verify.probes import PROBES, run_probes
@@ -53,8 +54,9 @@ def test_a_held_build_does_not_hold_up_another_adapter(spec: str) -> None:
 
 @pytest.mark.rule("R7")
 def test_a_build_lock_shared_by_every_adapter_is_caught_under_r7() -> None:
-    with pytest.raises(AssertionError, match=r"^R7: while adapter A's build_payload") as caught:
+    with pytest.raises(ContractViolation, match=r"^R7: while adapter A's build_payload") as caught:
         probes_stall.independent_build_seconds(global_build_lock, bound=SHORT_BOUND)
+    assert caught.value.violations[0].rules == ("R7", "R17"), caught.value.violations
     assert "did not even call build_payload for 'free'" in str(caught.value)
     assert "after A's build was released" in str(caught.value)
 
@@ -102,8 +104,9 @@ def _puts_after_builds(connector: Any, *, stage_id: int, build_payload: Any = No
 
 @pytest.mark.rule("R17")
 def test_a_put_that_waits_for_another_adapters_build_is_caught_under_r17() -> None:
-    with pytest.raises(AssertionError, match=r"^R17: adapter B") as caught:
+    with pytest.raises(ContractViolation, match=r"^R17: adapter B") as caught:
         probes_stall.independent_build_seconds(_puts_after_builds, bound=SHORT_BOUND)
+    assert caught.value.rules == ["R17"], caught.value.violations
     assert "built the final of 'free' but did not put free_2_0" in str(caught.value)
 
 
@@ -140,9 +143,9 @@ def test_a_slow_poll_near_the_references_pace_is_undecided() -> None:
 @pytest.mark.rule("R17")
 @pytest.mark.parametrize("rate", [0.0, 2.0])
 def test_a_slow_poll_beside_a_prompt_reference_is_r17(rate: float) -> None:
-    with pytest.raises(AssertionError, match=r"^R17: after 1 s of quiet") as caught:
+    with pytest.raises(ContractViolation, match=r"^R17: after 1 s of quiet") as caught:
         probes_stall.judge_quiet_rates(rate, 400.0)
-    assert not isinstance(caught.value, Undecided)
+    assert caught.value.rules == ["R17"], caught.value.violations
     assert f"{rate:.1f} times a second" in str(caught.value)
     assert "reference ChunkAdapter, measured beside it in the same window, 400 times" in str(
         caught.value
@@ -159,8 +162,9 @@ class _NeverPolls(ChunkAdapter):
 @pytest.mark.rule("R23")
 def test_requests_never_polled_are_r23(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(probes_stall, "ARRIVE", SHORT_BOUND)
-    with pytest.raises(Hang, match=r"^R23: 4 gets for the 4 registered requests did not"):
+    with pytest.raises(Hang, match=r"^R23: 4 gets for the 4 registered requests did not") as hung:
         probes_stall.quiet_rates(_NeverPolls)
+    assert (hung.value.rules, hung.value.call) == (("R23",), False)
 
 
 @pytest.mark.rule("R17")

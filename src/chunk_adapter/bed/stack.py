@@ -22,7 +22,7 @@ made it, faults included, so the oracles judge failed puts and gets too.
 The bed also makes the ``build_payload`` builders (:meth:`Bed.builder`, on the
 bed's history) and the adapters: :meth:`Bed.adapter` calls the factory with
 the outermost connector, bounded when asked (a factory that hangs is then a
-:class:`~chunk_adapter.bed.waiting.Hang`, not a hung driver), and
+:class:`SlowFactory`, not a hung driver), and
 :meth:`Bed.pair` makes the sender and the receiver of a pipeline, or one
 loopback adapter. :meth:`Bed.release_all` opens every gate it handed out.
 """
@@ -46,7 +46,7 @@ from ..connectors.builders import BuildFn, identity_build
 from ..errors import UsageError
 from ..factory import AdapterFactory, AdapterLike
 from ..history import History
-from .waiting import call_bounded
+from .waiting import Hang, call_bounded, call_in_thread
 
 __all__ = [
     "FACTORY",
@@ -54,6 +54,7 @@ __all__ = [
     "RECEIVER_STAGE",
     "SENDER_STAGE",
     "Bed",
+    "SlowFactory",
 ]
 
 C = TypeVar("C")
@@ -67,6 +68,15 @@ LOOPBACK_STAGE = 1  # the loopback variant: one adapter, stage_id == src_stage_i
 STOP_AFTER_FAILED_BUILD = 3.0
 """Seconds :meth:`Bed.pair` waits for the sender's ``stop()`` when the receiver's factory
 call raised: clean-up, not a check (the factory's exception is what is reported)."""
+
+
+class SlowFactory(Hang):
+    """A bounded factory call did not return within its bound (:meth:`Bed.adapter`).
+
+    A :class:`~chunk_adapter.bed.waiting.Hang` of the factory, not of an adapter:
+    slow, which says nothing about the contract (the examples stage calls it
+    inconclusive).
+    """
 
 
 class Bed:
@@ -189,11 +199,18 @@ class Bed:
         **kwargs: Any,
     ) -> AdapterLike:
         """``factory(connector, **kwargs)``; with *bound*, on a helper thread that may take
-        at most *bound* seconds (:class:`~chunk_adapter.bed.waiting.Hang` naming *what*)."""
+        at most *bound* seconds (:class:`SlowFactory` naming *what*); what the factory
+        raises is re-raised here."""
         connector = self.connector
         if bound is None:
             return factory(connector, **kwargs)
-        return call_bounded(lambda: factory(connector, **kwargs), bound, what)
+        outcome = call_in_thread(lambda: factory(connector, **kwargs), bound, f"bounded-{what}")
+        if not outcome.returned:
+            raise SlowFactory(what, bound)
+        if outcome.error is not None:
+            raise outcome.error
+        adapter: AdapterLike = outcome.value  # type: ignore[assignment]  # the factory returned
+        return adapter
 
     def pair(
         self,

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 __all__ = [
     "POLL_INTERVAL",
+    "STOP_RULES",
     "Hang",
     "Outcome",
     "call_bounded",
@@ -39,10 +40,40 @@ T = TypeVar("T")
 
 POLL_INTERVAL = 0.001
 """Seconds between two looks at a predicate (a look is cheap; the wait is what is bounded)."""
+STOP_RULES = ("R18",)
+"""The rule a ``stop()`` that does not return within its bound breaks (docs/contract.md)."""
 
 
 class Hang(AssertionError):
-    """A call did not return, or a condition did not come about, within its bound."""
+    """A call did not return, or a condition did not come about, within its bound.
+
+    It carries what a reader of the finding needs as data: *what* was waited for,
+    the bound in *seconds*, *call* (``True``: a call that did not return; ``False``:
+    a condition that did not come about), and the contract *rules* the caller says
+    such a hang breaks (``()``: the caller named none). The message says the same
+    for humans, the rules first: ``"R11: the final chunk of 'v' did not happen
+    within 10 s"``; nothing reads the rules back out of it.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        seconds: float,
+        call: bool = True,
+        rules: tuple[str, ...] = (),
+        state: str = "",
+    ) -> None:
+        self.what = what
+        self.seconds = seconds
+        self.call = call
+        self.rules = tuple(rules)
+        self.state = state
+        named = f"{', '.join(self.rules)}: " if self.rules else ""
+        verb = "return" if call else "happen"
+        super().__init__(f"{named}{what} did not {verb} within {seconds:g} s{state}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles with its data (a worker hands it on)
+        return (type(self), (self.what, self.seconds, self.call, self.rules, self.state))
 
 
 @dataclass
@@ -96,15 +127,23 @@ def call_in_thread(
     return Outcome(thread, box["elapsed"], box.get("value"), box.get("error"), box.get("after"))
 
 
-def call_bounded(fn: Callable[[], T], seconds: float, what: str, name: str = "") -> T:
-    """Return ``fn()``; raise :class:`Hang` if it has not returned after *seconds*.
+def call_bounded(
+    fn: Callable[[], T],
+    seconds: float,
+    what: str,
+    name: str = "",
+    *,
+    rules: tuple[str, ...] = (),
+) -> T:
+    """Return ``fn()``; raise :class:`Hang` (carrying *rules*) if it has not returned
+    after *seconds*.
 
     An exception from *fn* is re-raised here. *name* names the helper thread
     (default ``"bounded-" + what``).
     """
     outcome = call_in_thread(fn, seconds, name or f"bounded-{what}")
     if not outcome.returned:
-        raise Hang(f"{what} did not return within {seconds:g} s")
+        raise Hang(what, seconds, call=True, rules=rules)
     if outcome.error is not None:
         raise outcome.error
     value: T = outcome.value  # type: ignore[assignment]  # fn returned: value is its result
@@ -117,14 +156,16 @@ def wait_until(
     what: str,
     detail: Callable[[], str] | None = None,
     interval: float = POLL_INTERVAL,
+    *,
+    rules: tuple[str, ...] = (),
 ) -> None:
     """Look at *predicate* every *interval* seconds until it holds; :class:`Hang` after
-    *seconds*, naming *what* and, with *detail*, the state it ended in."""
+    *seconds*, naming *what*, carrying *rules* and, with *detail*, the state it ended in."""
     deadline = time.monotonic() + seconds
     while not predicate():
         if time.monotonic() >= deadline:
             state = f"; state: {detail()}" if detail is not None else ""
-            raise Hang(f"{what} did not happen within {seconds:g} s{state}")
+            raise Hang(what, seconds, call=False, rules=rules, state=state)
         time.sleep(interval)
 
 
@@ -150,7 +191,8 @@ def stopping(
     """Stop *adapters* (bounded) when the block ends, after calling *first* (release gates).
 
     After a failure in the block they are stopped quietly, so the first
-    finding stands instead of a hang in the clean-up hiding it.
+    finding stands instead of a hang in the clean-up hiding it. A ``stop()``
+    that does not return is a :class:`Hang` carrying R18 (stop is prompt).
     """
     try:
         yield
@@ -158,8 +200,8 @@ def stopping(
         first()
         for adapter in adapters:
             with suppress(Exception):
-                call_bounded(adapter.stop, seconds, "stop()")
+                call_bounded(adapter.stop, seconds, "stop()", rules=STOP_RULES)
         raise
     first()
     for adapter in adapters:
-        call_bounded(adapter.stop, seconds, "stop()")
+        call_bounded(adapter.stop, seconds, "stop()", rules=STOP_RULES)

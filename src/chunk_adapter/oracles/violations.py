@@ -69,9 +69,10 @@ def root_first(violations: Iterable[Violation]) -> list[Violation]:
     return sorted(unique, key=lambda v: (v.at is None, v.at if v.at is not None else 0))
 
 
-def rules_in_order(violations: Iterable[Violation]) -> list[str]:
-    """The rules *violations* name, in order of first appearance (root cause first)."""
-    return list(dict.fromkeys(v.rule for v in violations))
+def rules_in_order(violations: Iterable[Violation], *, also: bool = False) -> list[str]:
+    """The rules *violations* name, in order of first appearance (root cause first);
+    with *also*, each violation's consequences (``Violation.also``) after its rule."""
+    return list(dict.fromkeys(r for v in violations for r in (v.rules if also else (v.rule,))))
 
 
 class ContractViolation(AssertionError):
@@ -102,6 +103,13 @@ class ContractViolation(AssertionError):
                 lines.append(context)
             message = "\n".join(lines)
         super().__init__(message)
+
+    @classmethod
+    def of(cls, rule: str, message: str, *, also: tuple[str, ...] = ()) -> ContractViolation:
+        """One violation of *rule* seen by a scripted check (the examples stage's probes),
+        not in a recorded history: its message is the violation's, ``"R16: ..."``."""
+        violation = Violation(rule, message, also=also)
+        return cls([violation], message=str(violation))
 
     @property
     def rules(self) -> list[str]:

@@ -38,6 +38,7 @@ from ..bed.waiting import Hang, call_bounded, stopping, wait_until
 from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
+from ..oracles.violations import ContractViolation
 
 __all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "N", "Undecided", "probe_bounded_state"]
 
@@ -89,7 +90,8 @@ class _Pipeline:
                 got.get(rid) and got[rid][-1].get("finished") for rid in finals
             )
 
-        wait_until(arrived, ARRIVE, f"R23: the chunks of {len(finals) + len(firsts)} streams")
+        streams = len(finals) + len(firsts)
+        wait_until(arrived, ARRIVE, f"the chunks of {streams} streams", rules=("R23",))
 
     def batch(self, size: int) -> None:
         """*size* request ids, each through one of the four shapes (module doc)."""
@@ -120,7 +122,10 @@ class _Pipeline:
         for rid in cancel_after:
             r.cleanup_receiver(rid)
         wait_until(
-            lambda: self.conn.put_count >= self.puts, ARRIVE, f"R23: {self.puts} puts in all"
+            lambda: self.conn.put_count >= self.puts,
+            ARRIVE,
+            f"{self.puts} puts in all",
+            rules=("R23",),
         )
         for rid in aborted:  # nobody receives these finals any more: take them out
             self.conn.get(f"{rid}_0_1")
@@ -221,8 +226,9 @@ def probe_bounded_state(factory: Factory) -> None:
             f"repeats, the adapter keeps a record of more than {RECORD} requests "
             f"(R24 allows {RECORD})"
         )
-    raise AssertionError(
-        f"R24: the adapter keeps state per finished request: {first}; confirmed by "
+    raise ContractViolation.of(
+        "R24",
+        f"the adapter keeps state per finished request: {first}; confirmed by "
         f"{9 * N} more ids: {second}. Drop a request's state when its final is put "
-        "(sender) and in cleanup_receiver (receiver)"
+        "(sender) and in cleanup_receiver (receiver)",
     )

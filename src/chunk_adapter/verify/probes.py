@@ -1,9 +1,12 @@
 """The first, cheapest verify stage: the worked examples and one probe per risky rule.
 
 Each probe drives a fresh pair of adapters through one short scripted scenario
-(gates, not sleeps, force the interleavings) and raises ``AssertionError``
-naming the rule when the adapter does something the contract forbids. Every
-adapter call is bounded (:func:`~chunk_adapter.bed.waiting.call_bounded`).
+(gates, not sleeps, force the interleavings) and raises
+:class:`~chunk_adapter.oracles.violations.ContractViolation` carrying the rule
+when the adapter does something the contract forbids. Every adapter call is
+bounded (:func:`~chunk_adapter.bed.waiting.call_bounded`): a call or a wait that
+runs out is a :class:`~chunk_adapter.bed.waiting.Hang`, which carries its rules
+too. The stage reads rules from these exceptions' data, never from their messages.
 """
 
 from __future__ import annotations
@@ -13,18 +16,19 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..bed.stack import Bed
-from ..bed.waiting import Hang, call_bounded, holds_for, stopping, wait_until
+from ..bed.stack import Bed, SlowFactory
+from ..bed.waiting import STOP_RULES, Hang, call_bounded, holds_for, stopping, wait_until
 from ..connectors import RecordingConnector
-from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY
+from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
 from ..factory import AdapterFactory, calibration_reference
 from ..history import BuildCall
+from ..oracles.violations import ContractViolation, rules_in_order
 from ..outcome import raised_by_suite, reference_also_failed, suite_error
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
 from .probes_stall import probe_independent_builds, probe_quiet_polling
-from .result import CheckResult, rules_named_in
+from .result import CheckResult
 
 __all__ = ["PROBES", "run_probes"]
 
@@ -63,15 +67,19 @@ def probe_bad_input(factory: AdapterFactory) -> None:
                 call_bounded(call, CALL, text)
             except expected:
                 continue
-            raise AssertionError(f"R21: {text} did not raise {expected.__name__} at the call")
+            raise ContractViolation.of(
+                "R21", f"{text} did not raise {expected.__name__} at the call"
+            )
         call_bounded(
             lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)"
         )
         wait_until(lambda: bool(conn.puts), ARRIVE, "the put of b's good final")
-        assert conn.puts[0] == "b_0_0", (
-            f"R21: after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
-            "a rejected save_async queued something"
-        )
+        if conn.puts[0] != "b_0_0":
+            raise ContractViolation.of(
+                "R21",
+                f"after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
+                "a rejected save_async queued something",
+            )
 
 
 def probe_stop(factory: AdapterFactory) -> None:
@@ -85,8 +93,8 @@ def probe_stop(factory: AdapterFactory) -> None:
     wait_until(lambda: _got_ok_get(conn, "s_0_0"), ARRIVE, "the get of s_0_0")
     for adapter in (snd, rcv):
         start = time.monotonic()
-        call_bounded(adapter.stop, STOP_IDLE, "stop() of an idle adapter (R18)")
-        call_bounded(adapter.stop, STOP_IDLE, "a second stop() (R18)")
+        call_bounded(adapter.stop, STOP_IDLE, "stop() of an idle adapter", rules=STOP_RULES)
+        call_bounded(adapter.stop, STOP_IDLE, "a second stop()", rules=STOP_RULES)
         assert time.monotonic() - start < STOP_IDLE * 2
     for text, call in [
         ("save_async", lambda: snd.save_async("t", 1, False)),
@@ -97,14 +105,16 @@ def probe_stop(factory: AdapterFactory) -> None:
             call_bounded(call, CALL, f"{text} after stop()")
         except RuntimeError:
             continue
-        raise AssertionError(f"R19: {text} after stop() did not raise RuntimeError")
+        raise ContractViolation.of("R19", f"{text} after stop() did not raise RuntimeError")
     ready: dict[str, Any] = {}
     wait_until(  # the get returned before stop; its commit may lag a moment
         lambda: bool(ready.update(call_bounded(rcv.poll_ready, CALL, "poll_ready()")) or ready),
         CALL,
-        "R19: poll_ready after stop() handing out the chunk received before it",
+        "poll_ready after stop() handing out the chunk received before it",
+        rules=("R19",),
     )
-    assert ready == {"s": [{"data": "x", "finished": True}]}, f"R19: poll_ready gave {ready}"
+    if ready != {"s": [{"data": "x", "finished": True}]}:
+        raise ContractViolation.of("R19", f"poll_ready gave {ready}")
     call_bounded(lambda: rcv.cleanup_receiver("s"), CALL, "cleanup_receiver after stop()")
 
 
@@ -119,7 +129,8 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
         wait_until(lambda: "c_0_0" in conn.puts, ARRIVE, "the put of c_0_0")
         gate = gated.hold_get("c_0_0")
         call_bounded(lambda: rcv.load_async("c"), CALL, "load_async('c')")
-        assert gate.wait_started(ARRIVE), "R23: the receiver never asked for c_0_0"
+        if not gate.wait_started(ARRIVE):
+            raise ContractViolation.of("R23", "the receiver never asked for c_0_0")
         call_bounded(lambda: rcv.cleanup_receiver("c"), CALL, "cleanup_receiver('c')")
         gate.release()
         wait_until(lambda: _got_ok_get(conn, "c_0_0"), ARRIVE, "the held get returning")
@@ -134,15 +145,18 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
             return request_id in seen
 
         wait_until(lambda: arrived("d"), ARRIVE, "the chunk of 'd'")
-        assert "c" not in seen, (
-            f"R16: poll_ready handed out {seen['c']} for 'c' after cleanup_receiver('c') "
-            "returned (its get was in flight during the cleanup)"
-        )
+        if "c" in seen:
+            raise ContractViolation.of(
+                "R16",
+                f"poll_ready handed out {seen['c']} for 'c' after cleanup_receiver('c') "
+                "returned (its get was in flight during the cleanup)",
+            )
         call_bounded(lambda: rcv.load_async("c"), CALL, "load_async('c') again")
         wait_until(lambda: arrived("c"), ARRIVE, "c_0_0 for the new registration")
-        assert seen["c"] == [{"data": "old", "finished": False}], (
-            f"R16: a new registration of 'c' got {seen['c']}, expected chunk 0 once"
-        )
+        if seen["c"] != [{"data": "old", "finished": False}]:
+            raise ContractViolation.of(
+                "R16", f"a new registration of 'c' got {seen['c']}, expected chunk 0 once"
+            )
 
 
 def probe_stop_blocked_build(factory: AdapterFactory) -> None:
@@ -154,13 +168,17 @@ def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     snd = bed.adapter(factory, bound=FACTORY, stage_id=0, build_payload=builder)
     try:
         call_bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
-        assert gate.wait_started(ARRIVE), "R23: the build of 'x' never started"
-        call_bounded(snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever (R18)")
+        if not gate.wait_started(ARRIVE):
+            raise ContractViolation.of("R23", "the build of 'x' never started")
+        call_bounded(
+            snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever", rules=STOP_RULES
+        )
     finally:
         bed.release_all()
     wait_until(lambda: bool(conn.history.records(BuildCall)), CALL, "the released build returning")
     # A put would follow the build within microseconds; give it half a second to show.
-    assert holds_for(lambda: not conn.puts, 0.5), f"R18: {conn.puts} put after stop() returned"
+    if not holds_for(lambda: not conn.puts, 0.5):
+        raise ContractViolation.of("R18", f"{conn.puts} put after stop() returned")
 
 
 PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
@@ -181,27 +199,30 @@ and a stalling receiver was then named by the stress stage, 80 s in)."""
 
 
 def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]]:
-    """``(verdict, evidence, rules)`` for an exception out of a check.
+    """``(verdict, evidence, rules)`` for an exception out of a check planned for *rules*.
 
-    A failed assertion names its rule. A hung ``stop()`` is R18, any other hung
-    scheduler call R3 (it must not block); a chunk that never came is R23. A
-    factory that is merely slow decides nothing (inconclusive). Any other
-    exception is the adapter raising where no call may raise: a failure
-    without a rule. :class:`~.leaks.Undecided` is inconclusive.
+    The rules come from the exception's data, never from its message. A
+    :class:`ContractViolation` carries its violations' rules (each with its
+    consequences). A :class:`Hang` carries the rules its caller named; one that
+    named none is R3 for a call that did not return (a scheduler call must not
+    block) and R23 for a wait that ran out (something that must happen did
+    not). A :class:`SlowFactory` decides nothing (inconclusive). Any other
+    ``AssertionError`` (a bare ``assert`` of the check's, or the adapter's own)
+    fails under the check's planned *rules*. Any other exception is the adapter
+    raising where no call may raise: a failure without a rule, unless it was
+    raised through the suite's code alone (inconclusive). :class:`~.leaks.Undecided`
+    is inconclusive.
     """
     if isinstance(exc, Undecided):  # a check that could not decide: never a violation
         return "inconclusive", str(exc), rules
+    if isinstance(exc, SlowFactory):
+        return "inconclusive", f"{exc}: too slow to check here, not a violation", ()
     if isinstance(exc, Hang):
-        text = str(exc)
-        if text.startswith("the factory"):
-            return "inconclusive", f"{text}: too slow to check here, not a violation", ()
-        if rules_named_in(text):
-            return "fail", text, rules_named_in(text)
-        if text.startswith("stop()"):
-            return "fail", text, ("R18",)
-        return "fail", text, ("R3",) if "did not return" in text else ("R23",)
+        return "fail", str(exc), exc.rules or (("R3",) if exc.call else ("R23",))
+    if isinstance(exc, ContractViolation):
+        return "fail", str(exc), tuple(rules_in_order(exc.violations, also=True)) or rules
     if isinstance(exc, AssertionError):
-        return "fail", str(exc), rules_named_in(str(exc)) or rules
+        return "fail", str(exc), rules
     if raised_by_suite(exc):  # no adapter or factory code ran where it was raised
         return "inconclusive", suite_error(exc), ()
     return "fail", f"the adapter raised {exc!r}", ()
@@ -210,7 +231,7 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
 Check = Callable[[AdapterFactory], tuple[str, str, tuple[str, ...], str]]
 
 
-def _example_check(example: Callable[[AdapterFactory], Any]) -> Check:
+def _example_check(example: Callable[[AdapterFactory], ExampleOutcome]) -> Check:
     def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
         try:
             outcome = example(factory)
@@ -219,8 +240,8 @@ def _example_check(example: Callable[[AdapterFactory], Any]) -> Check:
             return verdict, evidence, rules, ""
         if outcome.ok:
             return "pass", outcome.title, outcome.rules, "\n".join(outcome.lines)
-        evidence = "; ".join(outcome.problems)
-        return "fail", evidence, rules_named_in(evidence) or outcome.rules, "\n".join(outcome.lines)
+        evidence = "; ".join(str(problem) for problem in outcome.problems)
+        return "fail", evidence, outcome.broken or outcome.rules, "\n".join(outcome.lines)
 
     return run
 

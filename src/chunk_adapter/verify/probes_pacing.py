@@ -29,6 +29,7 @@ from ..bed.stack import Bed
 from ..bed.waiting import call_bounded, stopping, wait_until
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory
+from ..oracles.violations import ContractViolation
 
 __all__ = ["HOPS", "HOP_BOUND", "handoff_times", "probe_prompt_handoff"]
 
@@ -39,8 +40,9 @@ STOP = 5.0  # s for stop() at the end (R18's own probes check promptness)
 
 def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) -> list[float]:
     """Seconds from ``save_async`` to ``poll_ready`` handing the chunk out, one chunk at a
-    time, for *hops* chunks after a first (start-up) one. Raises ``AssertionError`` naming
-    the rule if a chunk comes back wrong."""
+    time, for *hops* chunks after a first (start-up) one. Raises
+    :class:`~chunk_adapter.oracles.violations.ContractViolation` (R14) if a chunk comes
+    back wrong."""
     bed = Bed(notify=notify)
     snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
     rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
@@ -64,7 +66,10 @@ def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) ->
             wait_until(arrived, ARRIVE, f"chunk {i} of 'h' handed out by poll_ready")
             times.append(time.monotonic() - start)
             expected = [{"data": i, "finished": final}]
-            assert got == expected, f"R14: poll_ready handed out {got} for 'h', expected {expected}"
+            if got != expected:
+                raise ContractViolation.of(
+                    "R14", f"poll_ready handed out {got} for 'h', expected {expected}"
+                )
     return times[1:]
 
 
@@ -72,12 +77,14 @@ def _probe_handoff(factory: AdapterFactory, notify: bool) -> None:
     times = handoff_times(factory, notify=notify)
     fastest = min(times)
     kind = "a notifying" if notify else "a polling"
-    assert fastest < HOP_BOUND, (
-        f"R17: over {kind} connector, the fastest of {len(times)} chunks sent one at a time "
-        f"took {fastest:.3f} s from save_async to poll_ready (all: "
-        f"{', '.join(f'{t:.3f}' for t in times)}; bound {HOP_BOUND} s): the receiver "
-        "pauses while a chunk waits (R17: about 1 ms without progress, none after it)"
-    )
+    if fastest >= HOP_BOUND:
+        raise ContractViolation.of(
+            "R17",
+            f"over {kind} connector, the fastest of {len(times)} chunks sent one at a time "
+            f"took {fastest:.3f} s from save_async to poll_ready (all: "
+            f"{', '.join(f'{t:.3f}' for t in times)}; bound {HOP_BOUND} s): the receiver "
+            "pauses while a chunk waits (R17: about 1 ms without progress, none after it)",
+        )
 
 
 def probe_prompt_handoff(factory: AdapterFactory) -> None:

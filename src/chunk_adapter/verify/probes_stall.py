@@ -44,6 +44,7 @@ from ..connectors import Gate, GatedBuilder, RecordingConnector
 from ..connectors.recording import CountingConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory, AdapterLike
+from ..oracles.violations import ContractViolation
 from .leaks import Undecided
 
 __all__ = [
@@ -91,7 +92,8 @@ def probe_independent_builds(factory: AdapterFactory) -> None:
 
 def independent_build_seconds(factory: AdapterFactory, *, bound: float = BUILD_BOUND) -> float:
     """Seconds from adapter B's ``save_async`` to its put while adapter A's build is held;
-    ``AssertionError`` naming R7 (or R17) when B's put waits for A's build."""
+    :class:`~chunk_adapter.oracles.violations.ContractViolation` of R7 (or R17) when B's
+    put waits for A's build."""
     bed = Bed(record=True)
     held = bed.builder(recorded=False)
     free = bed.builder(recorded=False)  # never held: counts B's builds (free.calls)
@@ -115,7 +117,8 @@ def _held_and_free(
     bound: float,
 ) -> float:
     call_bounded(lambda: a.save_async("slow", 1, True), CALL, "save_async('slow', 1, True)")
-    assert gate.wait_started(ARRIVE), "R23: the build of 'slow' never started"
+    if not gate.wait_started(ARRIVE):
+        raise ContractViolation.of("R23", "the build of 'slow' never started")
     start = time.monotonic()
     call_bounded(lambda: b.save_async("free", 2, True), CALL, "save_async('free', 2, True)")
     try:
@@ -127,29 +130,33 @@ def _held_and_free(
         wait_until(
             lambda: "free_2_0" in conn.puts,
             ARRIVE,
-            "R23: the put of free_2_0 (after the other adapter's build was released)",
+            "the put of free_2_0 (after the other adapter's build was released)",
+            rules=("R23",),
         )
         after = time.monotonic() - released
         waited = f"{released - start:.1f} s"
         if built:
-            raise AssertionError(
-                f"R17: adapter B (stage 2, made by the same factory as A) built the final of "
+            raise ContractViolation.of(
+                "R17",
+                f"adapter B (stage 2, made by the same factory as A) built the final of "
                 f"'free' but did not put free_2_0 while adapter A's build_payload of 'slow' was "
                 f"held ({waited}, bound {bound:g} s); it put it {after * 1000:.0f} ms after A's "
                 "build was released: B's SAVE thread waits behind another adapter's build "
-                "(R17: no request waits behind another)"
+                "(R17: no request waits behind another)",
             ) from None
-        raise AssertionError(
-            f"R7: while adapter A's build_payload of 'slow' was held, adapter B (stage 2, made "
+        raise ContractViolation.of(
+            "R7",
+            f"while adapter A's build_payload of 'slow' was held, adapter B (stage 2, made "
             f"by the same factory) did not even call build_payload for 'free' ({waited}, bound "
             f"{bound:g} s); it built and put free_2_0 {after * 1000:.0f} ms after A's build "
             "was released: build_payload runs under a lock (or on a worker) shared between "
             "adapters, so a slow build in one stage stalls every other (R7: build_payload is "
-            "called outside every lock; R17: no request waits behind another)"
+            "called outside every lock; R17: no request waits behind another)",
+            also=("R17",),
         ) from None
     took = time.monotonic() - start
     gate.release()
-    wait_until(lambda: "slow_0_0" in conn.puts, ARRIVE, "R23: the put of slow_0_0")
+    wait_until(lambda: "slow_0_0" in conn.puts, ARRIVE, "the put of slow_0_0", rules=("R23",))
     return took
 
 
@@ -175,7 +182,8 @@ def quiet_rates(
             wait_until(
                 lambda: conn.gets >= requests,
                 ARRIVE,
-                f"R23: {requests} gets for the {requests} registered requests",
+                f"{requests} gets for the {requests} registered requests",
+                rules=("R23",),
             )
             try:
                 wait_until(lambda: ref_conn.gets >= requests, ARRIVE, "the reference's gets")
@@ -197,7 +205,7 @@ def quiet_rates(
 
 
 def judge_quiet_rates(rate: float, reference: float, *, quiet: float = QUIET) -> None:
-    """Pass (return), :class:`~.leaks.Undecided`, or ``AssertionError`` naming R17, for an
+    """Pass (return), :class:`~.leaks.Undecided`, or a ``ContractViolation`` of R17, for an
     adapter that polled each registered request *rate* times a second after *quiet*
     seconds of quiet while the reference polled *reference* times a second."""
     if rate >= FLOOR:
@@ -219,11 +227,12 @@ def judge_quiet_rates(rate: float, reference: float, *, quiet: float = QUIET) ->
             f"{figures}: under {FLOOR:.0f}/s but not under {FRACTION:g} of the reference's "
             "rate, so not decided (not a violation)"
         )
-    raise AssertionError(
-        f"R17: {figures} (bounds: under {FLOOR:.0f}/s and under {FRACTION:g} of the "
+    raise ContractViolation.of(
+        "R17",
+        f"{figures} (bounds: under {FLOOR:.0f}/s and under {FRACTION:g} of the "
         "reference): the receiver's pause grows while nothing arrives, so a chunk put after "
         "a quiet spell waits for the next poll (R17: with requests but no progress in a "
-        "round, the RECV thread sleeps about 1 ms, however long nothing has come)"
+        "round, the RECV thread sleeps about 1 ms, however long nothing has come)",
     )
 
 

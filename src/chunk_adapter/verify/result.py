@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..outcome import RULES, CheckResult, Verdict, rules_named_in
+from ..outcome import RULES, CheckResult, Verdict
 
-__all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table", "rules_named_in"]
+__all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table"]
 
 
 ORDER = (
