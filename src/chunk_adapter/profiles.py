@@ -1,21 +1,23 @@
 """The profiles, in one table: how much every part of the suite does under each name.
 
-=========  ======  ========  =====  ========  ========  ======  ==================================
-profile    budget  examples  steps  liveness  explorer  stress  use
-=========  ======  ========  =====  ========  ========  ======  ==================================
-quick      120 s   100       30     5 s       25        short   pre-commit, derandomized
-ci         240 s   150       40     10 s      60        all     default: a CI gate, derandomized
-hunt       1800 s  1000      60     10 s      2000      all     regression hunting: random seeds
-=========  ======  ========  =====  ========  ========  ======  ==================================
+=======  ======  ========  =====  ========  ========  ======  ======  ==============================
+profile  budget  examples  steps  liveness  explorer  proofs  stress  use
+=======  ======  ========  =====  ========  ========  ======  ======  ==============================
+quick    120 s   100       30     5 s       25        0       short   pre-commit, derandomized
+ci       240 s   150       40     10 s      60        0       all     default CI gate, derandomized
+hunt     1800 s  1000      60     10 s      2000      5       all     regression hunt, random seeds
+=======  ======  ========  =====  ========  ========  ======  ======  ==============================
 
 "budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
 bound on any single wait (a wait that runs out is a liveness violation);
-"explorer" the executions per library scenario and strategy; "stress" whether
-the stress stage runs every scenario or one of each kind. The state
+"explorer" the executions per library scenario and strategy; "proofs" how many
+of the explorer's proof scenarios (``explore.library.PROVE``, cheapest first,
+five in all) the explore stage tries to prove after its seeded runs; "stress"
+whether the stress stage runs every scenario or one of each kind. The state
 machines run under ``CHUNK_ADAPTER_PROFILE`` when no profile is named; ``ci``
 (:data:`DEFAULT`) everywhere by default. This is the one table: ``verify``'s
-budgets, the explorer's run counts and the stress plan are read from it.
+budgets, the explorer's run counts and proofs and the stress plan are read from it.
 ``dev`` and ``thorough`` are accepted as older names of ``quick`` and ``hunt``.
 
 ``quick`` and ``ci`` are derandomized, so a run is the same every time;
@@ -68,6 +70,11 @@ class Profile:
     input gets the same verdict (time only cuts a run short, and that is reported)."""
     stress_all: bool = True
     """Every stress scenario; ``False``: one representative of each kind."""
+    proofs: int = 0
+    """How many of the explorer's proof scenarios (``explore.library.PROVE``, cheapest
+    first) the explore stage tries to prove after its seeded runs: all five under
+    ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, and the ``ci``
+    verdicts are certified by a frozen measurement that ran without proofs)."""
 
     @property
     def keeps_examples(self) -> bool:
@@ -81,7 +88,7 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile("quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25, stress_all=False),
         Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
-        Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000),
+        Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000, proofs=5),
     )
 }
 

@@ -10,6 +10,7 @@ here, the whole matrix under ``-m slow``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -289,10 +290,11 @@ def _proofs(
 
 @pytest.fixture
 def proofs_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Verify proves nothing by default (proofs.PROOF_PROFILES); these tests switch it on."""
-    from chunk_adapter.explore import proofs
+    """Verify proves nothing by default (``Profile.proofs``); these tests switch it on."""
+    from chunk_adapter import profiles
 
-    monkeypatch.setattr(proofs, "PROOF_PROFILES", {"ci": 3})
+    ci = profiles.PROFILES["ci"]
+    monkeypatch.setitem(profiles.PROFILES, "ci", dataclasses.replace(ci, proofs=3))
 
 
 def test_verify_runs_no_proofs_under_ci() -> None:

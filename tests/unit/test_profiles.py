@@ -41,3 +41,18 @@ def test_only_the_quick_profile_shortens_the_stress_plan() -> None:
     assert set(quick) < set(full)
     assert not hasattr(explore_stage, "EXPLORE_RUNS")  # the runs are the table's
     assert [p.keeps_examples for p in profiles.PROFILES.values()] == [False, False, True]
+
+
+def test_the_proofs_each_profile_runs_are_the_tables() -> None:
+    from chunk_adapter.explore import proofs
+    from chunk_adapter.explore.library import PROVE
+
+    assert not hasattr(proofs, "PROOF_PROFILES")  # no second table beside PROFILES
+    table = {name: p.proofs for name, p in profiles.PROFILES.items()}
+    assert table == {"quick": 0, "ci": 0, "hunt": len(PROVE)}, (
+        f"hunt proves every scenario of explore.library.PROVE ({len(PROVE)}), the others "
+        f"none; the table says {table}: set Profile.proofs in profiles.PROFILES"
+    )
+    assert proofs.proof_plan("ci", lambda question: ()) == []
+    hunt = proofs.proof_plan("hunt", lambda question: ())
+    assert [name for name, _ in hunt] == [f"{n} / proof" for n in PROVE] + ["proofs"]

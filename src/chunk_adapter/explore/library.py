@@ -181,7 +181,7 @@ PROVE: tuple[str, ...] = (
     "q3-build-failure",
 )
 """What ``chunk-adapter verify`` tries to prove (every trace, :class:`ProofStrategy`) after
-its seeded runs, when the profile asks for it and the time allows (``proofs.PROOF_PROFILES``):
+its seeded runs, when the profile asks for it (``Profile.proofs``) and the time allows:
 the loopback scenarios measured to prove on the reference adapter within
 ``proofs.PROOF_SECONDS`` (60 s) on a loaded 2-core machine, the cheapest first
 (``benchmarks/dpor.py --part 4``; ``tests/explore/test_dpor.py::test_each_prove_scenario_proves``).

@@ -13,8 +13,9 @@ enough time. Each proof is one check:
   fresh adapter, ``fail`` only if it fails again the same way.
 
 A last check, ``proofs``, says which rules were proved and which only sampled (and
-which proofs found no time to start). Proofs run under the ``hunt`` profile only
-(:data:`PROOF_PROFILES`).
+which proofs found no time to start). How many proofs a profile runs is its
+``proofs`` field in :data:`chunk_adapter.profiles.PROFILES` (all under ``hunt``,
+none under ``quick`` and ``ci``).
 """
 
 from __future__ import annotations
@@ -23,16 +24,13 @@ from collections.abc import Callable, Iterator
 
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext
+from ..profiles import current_profile
 from .explorer import Report, explore
 from .library import LIBRARY, PROVE
 from .strategies import ProofStrategy
 
-__all__ = ["PROOF_PROFILES", "PROOF_SECONDS", "proof_plan", "proof_reserve", "prove_stage"]
+__all__ = ["PROOF_SECONDS", "proof_plan", "proof_reserve", "prove_stage"]
 
-PROOF_PROFILES: dict[str, int] = {"hunt": len(PROVE)}
-"""How many :data:`PROVE` scenarios each profile's explore stage tries to prove: all of them
-under ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, and the ``ci``
-verdicts are certified by a frozen measurement that ran without proofs)."""
 PROOF_SECONDS = 60.0
 """At most this long per proof; a proof is not started with less than a third of it left."""
 
@@ -66,8 +64,8 @@ def _wanted(ctx: StageContext) -> list[str]:
 
 
 def _profile_proofs(profile: str) -> tuple[str, ...]:
-    """The :data:`PROVE` scenarios *profile* proves (:data:`PROOF_PROFILES`)."""
-    return PROVE[: PROOF_PROFILES.get(profile, 0)]
+    """The :data:`PROVE` scenarios *profile* proves (its ``proofs`` in the profile table)."""
+    return PROVE[: current_profile(profile).proofs]
 
 
 Judge = Callable[[Report, str, float], CheckResult]
