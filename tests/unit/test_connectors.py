@@ -24,6 +24,7 @@ from chunk_adapter.connectors import (
     chunk_key,
     identity_build,
 )
+from chunk_adapter.connectors.base import Subscriptions
 from chunk_adapter.errors import InjectedFault, InvalidValue
 from chunk_adapter.history import BuildCall, ConnectorOp, History
 from tests.unit._wait import wait_until
@@ -324,3 +325,28 @@ def test_wrappers_nest_in_any_order() -> None:
         ("put", "ok"),
         ("get", "ok"),
     ]
+
+
+# ------------------------------------------------------------------ subscriptions
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_subscriptions_unsubscribe_drops_and_closes_and_close_takes_the_rest() -> None:
+    subs: Subscriptions[_Listener] = Subscriptions()
+    a, b, c = _Listener(), _Listener(), _Listener()
+    end_a, end_b, _ = subs.add(a), subs.add(b), subs.add(c)
+    end_a()
+    assert a.closed == 1 and (b.closed, c.closed) == (0, 0)
+    end_a()  # a second unsubscribe closes again (listeners' close() is idempotent)
+    assert a.closed == 2
+    assert subs.take_all() == [b, c]  # what the connector's close() then closes
+    assert subs.take_all() == []
+    end_b()  # unsubscribe after the connector's close: only closes, nothing left to drop
+    assert b.closed == 1 and subs.take_all() == []

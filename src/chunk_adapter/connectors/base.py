@@ -36,8 +36,9 @@ or any other — or a :class:`PermissionError`. The adapter does not retry it
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConnectorError
 
@@ -48,6 +49,7 @@ __all__ = [
     "NotifyingConnector",
     "PermanentError",
     "Subscribe",
+    "Subscriptions",
     "ValueTooLarge",
     "chunk_key",
     "is_permanent",
@@ -100,6 +102,49 @@ class NotifyingConnector(Connector, Protocol):
     """A connector with the optional ``subscribe`` capability (see module doc)."""
 
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]: ...
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+L = TypeVar("L", bound=_Closable)
+
+
+class Subscriptions(Generic[L]):
+    """The listeners of a notifying connector's live subscriptions (Redis, the doorbell).
+
+    :meth:`add` keeps a listener and returns the subscription's ``unsubscribe``:
+    it drops the listener (if still kept) and closes it. :meth:`take_all` hands
+    every kept listener to the connector's ``close()``, which closes them. A
+    listener's ``close()`` must be idempotent: ``unsubscribe`` after ``close()``
+    closes it again.
+    """
+
+    def __init__(self) -> None:
+        # Guards _live; held only to add, drop or take listeners, never while one is
+        # closed. Nobody waits on it.
+        self._lock = threading.Lock()
+        self._live: list[L] = []
+
+    def add(self, listener: L) -> Callable[[], None]:
+        """Keep *listener*; return the function that ends its subscription."""
+        with self._lock:
+            self._live.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._live:
+                    self._live.remove(listener)
+            listener.close()
+
+        return unsubscribe
+
+    def take_all(self) -> list[L]:
+        """Every listener kept now, no longer kept (the caller closes them)."""
+        with self._lock:
+            taken, self._live = self._live, []
+        return taken
 
 
 def subscription(connector: object) -> Subscribe | None:

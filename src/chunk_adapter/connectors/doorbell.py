@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Callable
 
 from ..errors import ConnectorError
+from .base import Subscriptions
 
 __all__ = ["NOTIFY_THREAD", "Doorbell"]
 
@@ -79,11 +80,10 @@ class Doorbell:
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
         self.directory = _directory(namespace)
-        # Guards _sender and _listeners. ring() holds it only to make the
-        # socket once; nobody waits on it.
+        # Guards _sender. ring() holds it only to make the socket once; nobody waits on it.
         self._lock = threading.Lock()
         self._sender: socket.socket | None = None
-        self._listeners: list[_Listener] = []
+        self._listeners: Subscriptions[_Listener] = Subscriptions()
         self._checked = False  # the directory passed check_private once
 
     def ring(self, key: str) -> None:
@@ -122,22 +122,12 @@ class Doorbell:
 
     def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         """Call *callback(key)* for each ring from now on; returns the unsubscribe function."""
-        listener = _Listener(self.directory, callback)
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-            listener.close()
-
-        return unsubscribe
+        return self._listeners.add(_Listener(self.directory, callback))
 
     def close(self) -> None:
         """End every subscription and close the ringing socket. Idempotent."""
+        listeners = self._listeners.take_all()
         with self._lock:
-            listeners, self._listeners = self._listeners, []
             sender, self._sender = self._sender, None
         for listener in listeners:
             listener.close()

@@ -76,7 +76,7 @@ from ._redis_parts import (
     ttl_ms,
 )
 from ._shm_layout import KeyOccupied
-from .base import OUTAGE_RETRY_WINDOW, ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, Subscriptions, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = [
@@ -169,10 +169,10 @@ class RedisConnector:
         # This connector's id in the header of every value it puts (see module doc).
         self.writer = uuid.uuid4().bytes
         self._put_numbers = itertools.count(1)
-        # Guards _listeners, _closed, _unsure, _consumed and _put_numbers; never held while talking
-        # to Redis except to stop listeners in close(). Nobody waits on it.
+        # Guards _closed, _unsure, _consumed and _put_numbers; never held while talking
+        # to Redis. Nobody waits on it.
         self._lock = threading.Lock()
-        self._listeners: list[PutListener] = []
+        self._listeners: Subscriptions[PutListener] = Subscriptions()
         self._closed = False
         # Headers of puts that raised after the server may have stored them; the next
         # put of that name reuses the header.
@@ -344,17 +344,7 @@ class RedisConnector:
 
     def _subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
         self._check_open("subscribe")
-        listener = PutListener(self.client, self.channel, callback)
-        with self._lock:
-            self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
-            listener.close()
-
-        return unsubscribe
+        return self._listeners.add(PutListener(self.client, self.channel, callback))
 
     # ----------------------------------------------------------- maintenance
     def keys(self) -> list[str]:
@@ -377,8 +367,8 @@ class RedisConnector:
 
         Stored values stay (their TTL bounds them): a receiver may still need them.
         """
+        listeners = self._listeners.take_all()
         with self._lock:
-            listeners, self._listeners = self._listeners, []
             first, self._closed = not self._closed, True
         for listener in listeners:
             listener.close()
