@@ -23,7 +23,6 @@ import contextlib
 import functools
 import threading
 import traceback
-from collections import deque
 from collections.abc import Callable
 
 from . import real
@@ -35,14 +34,13 @@ from .tasks import (
     Failure,
     Scheduler,
     Step,
+    StepClock,
     Task,
     TaskState,
     blocked_forever,
     caller,
     foreign,
-    livelock,
     stuck,
-    too_long,
 )
 
 __all__ = [
@@ -56,14 +54,6 @@ __all__ = [
     "Task",
     "TaskState",
 ]
-
-
-LONG_MARKS = 11  # readings of the virtual clock kept, one every max_steps // 50 steps
-BUSY_PER_STEP = 1e-6
-"""Virtual seconds per switch point, over the last fifth of ``max_steps``, under which an
-execution over ``max_steps`` is a livelock rather than long. Time moves only when no
-task can run, so a thread that never blocks keeps it still (0 s); an adapter that sleeps
-~1 ms per idle round (R17) moves it by microseconds per switch point at least."""
 
 
 class Pruned(Exception):
@@ -100,10 +90,8 @@ class Controller:
         self.every_step = every_step
         self.now = 0.0
         self.steps = 0
-        # The virtual time every _mark_every steps, the last few: over max_steps, tells
-        # a busy loop (time stands still) from a long execution (time moves on).
-        self._mark_every = max(1, max_steps // 50)
-        self._clock_marks: deque[float] = deque(maxlen=LONG_MARKS)
+        # Over max_steps, tells a busy loop (time stands still) from a long execution.
+        self._clock = StepClock(max_steps)
         self.handoffs = 0  # bumped whenever a task enters the controller (the watchdog's pulse)
         self.tasks: list[Task] = []
         self.current: Task | None = None
@@ -368,10 +356,9 @@ class Controller:
             # only run once all of them are done and every task blocked).
             self.touch(TIME_PASSED, "w")
         self.steps += 1
-        if self.steps % self._mark_every == 0:
-            self._clock_marks.append(self.now)
+        self._clock.tick(self.steps, self.now)
         if self.steps > self.max_steps:
-            self._add_failure(self._over_max_steps())
+            self._add_failure(self._clock.over_budget(self.now, self.main_done))
             self._done.set()
             return None
         if len(runnable) == 1 and not self.every_step:
@@ -398,17 +385,6 @@ class Controller:
             self._fail("diverged", f"the schedule chose task {tid}, which cannot run now")
             return None
         return chosen
-
-    def _over_max_steps(self) -> Failure:
-        """A livelock when virtual time stood (nearly) still over the last switch points, or
-        any thread kept running after the scheduler script ended; otherwise a long
-        execution, which decides nothing (see :func:`~.tasks.too_long`)."""
-        marks = self._clock_marks
-        window = self._mark_every * (len(marks) - 1)
-        moved = self.now - marks[0] if len(marks) == marks.maxlen else 0.0
-        if self.main_done or moved < BUSY_PER_STEP * window:
-            return livelock(self.max_steps, self.now)
-        return too_long(self.max_steps, self.now, moved, window)
 
     def _fail(self, kind: str, message: str) -> None:
         self._add_failure(Failure(kind, message))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -24,6 +25,7 @@ __all__ = [
     "Failure",
     "Scheduler",
     "Step",
+    "StepClock",
     "Task",
     "TaskState",
     "as_failure",
@@ -171,6 +173,36 @@ def livelock(max_steps: int, now: float) -> Failure:
         "execution ending (a busy loop, or a thread that does not exit after "
         "stop()). Raise max_steps if the scenario is just long.",
     )
+
+
+class StepClock:
+    """The virtual time every ``max_steps // 50`` switch points, the last few of them.
+
+    Over ``max_steps``, :meth:`over_budget` tells a livelock — virtual time stood (nearly)
+    still over the last fifth of the budget, or a thread ran on after the script ended —
+    from a long execution (:func:`too_long`, no verdict). Time moves only when no task
+    can run, so a thread that never blocks keeps it still; an adapter that sleeps ~1 ms
+    per idle round (R17) moves it by :data:`BUSY_PER_STEP` per switch point or more.
+    """
+
+    MARKS = 11
+    BUSY_PER_STEP = 1e-6
+
+    def __init__(self, max_steps: int) -> None:
+        self.max_steps = max_steps
+        self.every = max(1, max_steps // 50)
+        self.marks: deque[float] = deque(maxlen=self.MARKS)
+
+    def tick(self, steps: int, now: float) -> None:
+        if steps % self.every == 0:
+            self.marks.append(now)
+
+    def over_budget(self, now: float, main_done: bool) -> Failure:
+        window = self.every * (len(self.marks) - 1)
+        moved = now - self.marks[0] if len(self.marks) == self.MARKS else 0.0
+        if main_done or moved < self.BUSY_PER_STEP * window:
+            return livelock(self.max_steps, now)
+        return too_long(self.max_steps, now, moved, window)
 
 
 def too_long(max_steps: int, now: float, moved: float, window: int) -> Failure:
