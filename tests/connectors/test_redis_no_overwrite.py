@@ -211,13 +211,8 @@ def test_threads_of_one_connector_racing_for_one_key_exactly_one_wins(
         assert conn.get(key) == value(f"writer {won[0]}")
 
 
-def test_a_retry_of_a_put_that_timed_out_after_storing_succeeds(
-    pair: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The server stored the value but the reply was lost: the retry (same key, same
-    value) finds that value and succeeds; it neither waits for the receiver nor stores
-    a second copy. A different put afterwards is still refused."""
-    conn, _ = pair
+def _lose_the_first_reply(conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """*conn*'s first SET is stored by the server, then raises a timeout (its reply lost)."""
     real_set = conn.client.set
     lost_reply = threading.Event()  # set once the first SET has been "timed out"
 
@@ -229,6 +224,16 @@ def test_a_retry_of_a_put_that_timed_out_after_storing_succeeds(
         return result
 
     monkeypatch.setattr(conn.client, "set", set_then_time_out)
+
+
+def test_a_retry_of_a_put_that_timed_out_after_storing_succeeds(
+    pair: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stored the value but the reply was lost: the retry (same key, same
+    value) finds that value and succeeds; it neither waits for the receiver nor stores
+    a second copy. A different put afterwards is still refused."""
+    conn, _ = pair
+    _lose_the_first_reply(conn, monkeypatch)
     with pytest.raises(redis_module.RedisConnectorError) as info:
         conn.put("r_0_0", value("once"))
     assert not is_permanent(info.value)
@@ -332,17 +337,7 @@ def test_a_second_copy_stored_by_a_retry_after_the_first_was_read_is_never_read(
     and the next stream of the request id could read it as its own), and the key is
     free for the next stream's put."""
     sender, receiver = pair
-    real_set = sender.client.set
-    lost_reply = threading.Event()  # set once the first SET has been "timed out"
-
-    def set_then_time_out(*args: Any, **kwargs: Any) -> Any:
-        result = real_set(*args, **kwargs)
-        if not lost_reply.is_set():
-            lost_reply.set()
-            raise redis_parts.import_redis().TimeoutError("Timeout reading from socket")
-        return result
-
-    monkeypatch.setattr(sender.client, "set", set_then_time_out)
+    _lose_the_first_reply(sender, monkeypatch)
     with pytest.raises(redis_module.RedisConnectorError):
         sender.put("r_0_0", value("A0"))
     assert receiver.get("r_0_0") == value("A0")  # the first copy, read before the retry
