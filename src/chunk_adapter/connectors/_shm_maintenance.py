@@ -14,11 +14,12 @@ from ..errors import ConnectorError
 from ._segments import attach, foreign, view
 from ._shm_layout import COMMITTED, HEADER, MAGIC, SHM_DIR
 from ._shm_leases import dead_writers, forget
+from .base import ClosedOnce
 
 __all__ = ["ShmMaintenance"]
 
 
-class ShmMaintenance:
+class ShmMaintenance(ClosedOnce):
     """``segments()`` and ``purge()`` for the connector's ``namespace``."""
 
     namespace: str

@@ -38,12 +38,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..errors import ConnectorError
 
 __all__ = [
     "OUTAGE_RETRY_WINDOW",
+    "ClosedOnce",
     "Connector",
     "ConnectorWrapper",
     "NotifyingConnector",
@@ -106,6 +108,37 @@ class NotifyingConnector(Connector, Protocol):
 
 class _Closable(Protocol):
     def close(self) -> None: ...
+
+
+C = TypeVar("C", bound="ClosedOnce")
+
+
+class ClosedOnce:
+    """A connector that holds something until ``close()`` (shared memory, Redis).
+
+    ``with`` closes it; :meth:`_check_open` refuses a call after ``close()``. The
+    subclass sets ``_closed`` in ``__init__`` and ``close()``.
+    """
+
+    _closed: bool
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _check_open(self, op: str) -> None:
+        if self._closed:
+            raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
+
+    def __enter__(self: C) -> C:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 L = TypeVar("L", bound=_Closable)

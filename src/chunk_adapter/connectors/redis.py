@@ -61,10 +61,9 @@ import struct
 import threading
 import uuid
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
-from ..errors import ConnectorError, InvalidType, InvalidValue
+from ..errors import InvalidType, InvalidValue
 from ._redis_parts import (
     HeaderMemory,
     PutListener,
@@ -76,7 +75,7 @@ from ._redis_parts import (
     ttl_ms,
 )
 from ._shm_layout import KeyOccupied
-from .base import OUTAGE_RETRY_WINDOW, Subscriptions, ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, ClosedOnce, Subscriptions, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = [
@@ -108,7 +107,7 @@ _CONSUMED_MAX = 4096
 _log = logging.getLogger("chunk_adapter.redis")
 
 
-class RedisConnector:
+class RedisConnector(ClosedOnce):
     """``put``/``get`` on a Redis server (see module doc).
 
     Pass a ``redis.Redis`` ``client`` (yours to close), or a ``url`` such as
@@ -374,21 +373,6 @@ class RedisConnector:
             listener.close()
         if first and self._owns_client:
             self.client.close()
-
-    def _check_open(self, op: str) -> None:
-        if self._closed:
-            raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
-
-    def __enter__(self) -> RedisConnector:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         ttl = None if self.ttl_ms is None else self.ttl_ms / 1000

@@ -52,7 +52,6 @@ import os
 import threading
 import uuid
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 from ..errors import ConnectorError
@@ -318,21 +317,6 @@ class SharedMemoryConnector(ShmMaintenance):
             shm = self._owned(name)
             if shm is not None:
                 self._discard(shm)
-
-    def _check_open(self, op: str) -> None:
-        if self._closed:
-            raise ConnectorError(f"{op} on a closed {self!r}; make a new connector")
-
-    def __enter__(self) -> SharedMemoryConnector:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (
