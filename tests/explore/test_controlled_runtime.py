@@ -172,6 +172,42 @@ def test_a_program_that_sleeps_past_the_step_budget_is_long_not_livelocked() -> 
     assert "virtual time kept moving" in ctl.failures[0].message
 
 
+def test_a_thread_waiting_in_real_time_between_switch_points_is_uncontrolled() -> None:
+    """``select()`` with a timeout on a pipe (found outside the repo): the thread comes back
+    to the explorer every 50 ms of real time, so it never looked stuck, while virtual
+    time stood still and the execution never ended (the stage ran out of budget on its
+    first scenario). Now it is ``uncontrolled`` after wall_timeout, saying why."""
+    import select
+
+    def program(rt: ControlledRuntime) -> None:
+        stop = rt.Event()
+        while not stop.is_set():  # a switch point, then a real wait the explorer cannot see
+            select.select([], [], [], 0.05)
+
+    start = time.monotonic()
+    ctl = run_program(program, wall_timeout=1.0)
+    assert kinds(ctl) == ["uncontrolled"]
+    assert "while virtual time stood still" in ctl.failures[0].message
+    assert "select()" in ctl.failures[0].message
+    assert time.monotonic() - start < 10.0
+
+
+def test_a_short_real_wait_between_switch_points_is_not_a_busy_loop() -> None:
+    """``select()`` with a 2 ms timeout: the thread comes back often enough never to look
+    stuck or crawling, virtual time stands still, and max_steps is reached — a wait the
+    explorer cannot see, not a busy loop (before: a livelock, R17 on a correct adapter)."""
+    import select
+
+    def program(rt: ControlledRuntime) -> None:
+        stop = rt.Event()
+        while not stop.is_set():
+            select.select([], [], [], 0.002)
+
+    ctl = run_program(program, max_steps=300)
+    assert kinds(ctl) == ["uncontrolled"]
+    assert "not a busy loop" in ctl.failures[0].message
+
+
 def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
     from chunk_adapter.explore.stage import KIND_RULES, NOT_CONTROLLED
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from . import real
 from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
+    CRAWL_STEPS,
     Aborted,
     ExplorerMisuse,
     FactoryFailed,
@@ -39,6 +40,7 @@ from .tasks import (
     TaskState,
     blocked_forever,
     caller,
+    crawling,
     foreign,
     stuck,
 )
@@ -142,13 +144,19 @@ class Controller:
         self.current = task
         task.baton.release()
         pulse, since = -1, real.monotonic()
+        crawl = (self.steps, self.now, since)  # since when virtual time stood still
         while not self._done.wait(min(self.wall_timeout, 0.5)):
+            running = self.current.name if self.current else "?"
             if self.handoffs != pulse:
                 pulse, since = self.handoffs, real.monotonic()
             elif real.monotonic() - since >= self.wall_timeout:
-                running = self.current.name if self.current else "?"
                 last = self.trace[-1].label if self.trace else "its start"
                 self._add_failure(stuck(running, last, self.wall_timeout))
+                break
+            if self.now != crawl[1] or self.steps - crawl[0] >= CRAWL_STEPS:
+                crawl = (self.steps, self.now, real.monotonic())
+            elif self.steps > crawl[0] and real.monotonic() - crawl[2] >= self.wall_timeout:
+                self._add_failure(crawling(running, self.steps - crawl[0], self.wall_timeout))
                 break
         if self.before_finish is not None:
             self.before_finish()

@@ -8,6 +8,7 @@ blocked, a livelock) are worded here, each saying the fix.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 from collections import deque
@@ -31,10 +32,12 @@ __all__ = [
     "as_failure",
     "blocked_forever",
     "caller",
+    "crawling",
     "foreign",
     "livelock",
     "stuck",
     "too_long",
+    "waits_in_real_time",
 ]
 
 
@@ -139,6 +142,25 @@ def stuck(running: str, last: str, wall_timeout: float) -> Failure:
     )
 
 
+CRAWL_STEPS = 1_000
+"""Switch points that, with virtual time standing still, must come within ``wall_timeout``
+real seconds: fewer, and a task is waiting in real time between them (``select``, a
+socket), which the explorer does not control (:func:`crawling`)."""
+
+
+def crawling(running: str, steps: int, wall_timeout: float) -> Failure:
+    """Only *steps* switch points in *wall_timeout* real seconds, virtual time standing still."""
+    return Failure(
+        "uncontrolled",
+        f"only {steps} switch points in {wall_timeout:.1f} s of real time while virtual time "
+        f"stood still (thread {running!r} was running): a thread waits in real time between "
+        "the explorer's switch points, on something it does not control (select() on a pipe "
+        "or socket, a real sleep, a C extension...). Route that wait through the runtime "
+        "(an Event or Condition with a timeout), or substitute its module (--substitute "
+        "MODULE).",
+    )
+
+
 def foreign(seen: list[str]) -> Failure:
     """Threads the explorer does not run did the adapter's work (*seen*: what each did)."""
     return Failure(
@@ -183,26 +205,52 @@ class StepClock:
     from a long execution (:func:`too_long`, no verdict). Time moves only when no task
     can run, so a thread that never blocks keeps it still; an adapter that sleeps ~1 ms
     per idle round (R17) moves it by :data:`BUSY_PER_STEP` per switch point or more.
+    And a loop whose threads spend a median of :data:`REAL_WAIT` or more of *real* time
+    between switch points is not spinning but waiting on something the explorer does not
+    see (``select()`` with a short timeout): uncontrolled, no verdict.
     """
 
     MARKS = 11
     BUSY_PER_STEP = 1e-6
+    REAL_WAIT = 0.001
+    GAPS = 1_000  # the last switch points whose real-time gaps are kept
 
     def __init__(self, max_steps: int) -> None:
         self.max_steps = max_steps
         self.every = max(1, max_steps // 50)
         self.marks: deque[float] = deque(maxlen=self.MARKS)
+        self.real: deque[float] = deque(maxlen=self.GAPS + 1)
+        self.real_from = max_steps - self.GAPS  # only the last switch points are timed
 
     def tick(self, steps: int, now: float) -> None:
+        if steps >= self.real_from:
+            self.real.append(real.monotonic())
         if steps % self.every == 0:
             self.marks.append(now)
 
     def over_budget(self, now: float, main_done: bool) -> Failure:
         window = self.every * (len(self.marks) - 1)
         moved = now - self.marks[0] if len(self.marks) == self.MARKS else 0.0
-        if main_done or moved < self.BUSY_PER_STEP * window:
-            return livelock(self.max_steps, now)
-        return too_long(self.max_steps, now, moved, window)
+        if not main_done and moved >= self.BUSY_PER_STEP * window:
+            return too_long(self.max_steps, now, moved, window)
+        stamps = list(self.real)
+        gaps = sorted(b - a for a, b in itertools.pairwise(stamps))
+        if gaps and gaps[len(gaps) // 2] >= self.REAL_WAIT:
+            return waits_in_real_time(self.max_steps, gaps[len(gaps) // 2])
+        return livelock(self.max_steps, now)
+
+
+def waits_in_real_time(max_steps: int, median: float) -> Failure:
+    """Over *max_steps*, virtual time still, but real time passing between switch points."""
+    return Failure(
+        "uncontrolled",
+        f"more than {max_steps} switch points with virtual time standing still, but the "
+        f"running threads spent a median {median * 1000:.1f} ms of real time between two "
+        "of them: not a busy loop, a wait on something the explorer does not control "
+        "(select() on a pipe or socket, a real sleep, a C extension...). Route that wait "
+        "through the runtime (an Event or Condition with a timeout), or substitute its "
+        "module (--substitute MODULE).",
+    )
 
 
 def too_long(max_steps: int, now: float, moved: float, window: int) -> Failure:
