@@ -129,7 +129,9 @@ def test_a_slow_execution_is_not_cut_short_by_the_wall_clock() -> None:
     def program(rt: ControlledRuntime) -> None:
         event = rt.Event()
         for _ in range(60):
-            time.sleep(0.05)  # real work between switch points (patches are off: real)
+            end = time.perf_counter() + 0.05  # real work between switch points: the CPU
+            while time.perf_counter() < end:  # is busy (patches are off: real time)
+                pass
             event.is_set()
 
     ctl = run_program(program, wall_timeout=1.0)

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from . import real
 from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
-    CRAWL_STEPS,
     Aborted,
+    Crawl,
     ExplorerMisuse,
     FactoryFailed,
     Failure,
@@ -40,7 +40,6 @@ from .tasks import (
     TaskState,
     blocked_forever,
     caller,
-    crawling,
     foreign,
     stuck,
 )
@@ -144,7 +143,7 @@ class Controller:
         self.current = task
         task.baton.release()
         pulse, since = -1, real.monotonic()
-        crawl = (self.steps, self.now, since)  # since when virtual time stood still
+        crawl = Crawl(self.steps, self.now)
         while not self._done.wait(min(self.wall_timeout, 0.5)):
             running = self.current.name if self.current else "?"
             if self.handoffs != pulse:
@@ -153,10 +152,10 @@ class Controller:
                 last = self.trace[-1].label if self.trace else "its start"
                 self._add_failure(stuck(running, last, self.wall_timeout))
                 break
-            if self.now != crawl[1] or self.steps - crawl[0] >= CRAWL_STEPS:
-                crawl = (self.steps, self.now, real.monotonic())
-            elif self.steps > crawl[0] and real.monotonic() - crawl[2] >= self.wall_timeout:
-                self._add_failure(crawling(running, self.steps - crawl[0], self.wall_timeout))
+            crawled = crawl.check(self.steps, self.now, running, self.wall_timeout, since)
+            if crawled is not None:
+                self._add_failure(crawled)
+                break
                 break
         if self.before_finish is not None:
             self.before_finish()

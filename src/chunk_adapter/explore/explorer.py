@@ -165,14 +165,7 @@ def explore(
         raise TypeError(f"explore() takes a Scenario, got {scenario!r}")
     if not isinstance(strategy, Strategy):
         raise TypeError(f"explore() takes a Strategy (DfsStrategy(), ...), got {strategy!r}")
-    setup = Setup(
-        factory=factory if factory is not None else reference_factory,
-        checker=default_checker if checker is _DEFAULT else checker,
-        max_steps=max_steps,
-        wall_timeout=wall_timeout,
-        substitute=substitute,
-        wrap=default_wrap(),
-    )
+    setup = _setup(factory, checker, max_steps, wall_timeout, substitute)
     executions = 0
     failure: Execution | None = None
     start = time.perf_counter()
@@ -216,14 +209,7 @@ def replay(
 ) -> Execution:
     """Run *scenario* once more under the recorded *schedule* and return that execution
     (a fresh adapter; ``substitute`` as for :func:`explore`)."""
-    setup = Setup(
-        factory=factory if factory is not None else reference_factory,
-        checker=default_checker if checker is _DEFAULT else checker,
-        max_steps=max_steps,
-        wall_timeout=wall_timeout,
-        substitute=substitute,
-        wrap=default_wrap(),
-    )
+    setup = _setup(factory, checker, max_steps, wall_timeout, substitute)
     with prepared(setup):
         return run_once(scenario, ReplayStrategy(schedule), setup, every_step=False)
 
@@ -235,3 +221,22 @@ def _save(report: Report) -> str:
     with os.fdopen(fd, "w") as out:
         out.write(report.describe_failure() + "\n")
     return path
+
+
+def _setup(
+    factory: Callable[..., Any] | None,
+    checker: Checker | Any | None,
+    max_steps: int,
+    wall_timeout: float,
+    substitute: Substitute,
+) -> Setup:
+    """The :class:`Setup` of :func:`explore` and :func:`replay` (the reference adapter and
+    the default checker unless given)."""
+    return Setup(
+        factory=factory if factory is not None else reference_factory,
+        checker=default_checker if checker is _DEFAULT else checker,
+        max_steps=max_steps,
+        wall_timeout=wall_timeout,
+        substitute=substitute,
+        wrap=default_wrap(),
+    )

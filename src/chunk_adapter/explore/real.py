@@ -15,7 +15,7 @@ import time
 from _thread import LockType, allocate_lock, get_ident, start_new_thread
 from queue import SimpleQueue
 from threading import Condition, Event, Lock, RLock, Thread
-from time import monotonic, monotonic_ns, perf_counter, perf_counter_ns, sleep
+from time import monotonic, monotonic_ns, perf_counter, perf_counter_ns, process_time, sleep
 
 __all__ = [
     "Condition",
@@ -31,6 +31,7 @@ __all__ = [
     "monotonic_ns",
     "perf_counter",
     "perf_counter_ns",
+    "process_time",
     "sleep",
     "start_new_thread",
     "thread_is_alive",

@@ -21,6 +21,7 @@ from . import real
 
 __all__ = [
     "Aborted",
+    "Crawl",
     "ExplorerMisuse",
     "FactoryFailed",
     "Failure",
@@ -144,8 +145,38 @@ def stuck(running: str, last: str, wall_timeout: float) -> Failure:
 
 CRAWL_STEPS = 1_000
 """Switch points that, with virtual time standing still, must come within ``wall_timeout``
-real seconds: fewer, and a task is waiting in real time between them (``select``, a
-socket), which the explorer does not control (:func:`crawling`)."""
+real seconds: fewer, and the process using under :data:`CRAWL_CPU` of that time on the
+CPU, and a task is waiting in real time between them (``select``, a socket), which the
+explorer does not control (:func:`crawling`). Slow real work between switch points (a
+heavy ``build_payload``) keeps the CPU busy and is left to run."""
+CRAWL_CPU = 0.05
+
+
+class Crawl:
+    """Watches for a crawl: virtual time standing still, few switch points, an idle CPU."""
+
+    def __init__(self, steps: int, now: float) -> None:
+        self._reset(steps, now)
+
+    def _reset(self, steps: int, now: float) -> None:
+        self.steps, self.now = steps, now
+        self.since, self.cpu = real.monotonic(), real.process_time()
+
+    def check(
+        self, steps: int, now: float, running: str, wall_timeout: float, handoff: float
+    ) -> Failure | None:
+        """The failure once *wall_timeout* real seconds crawled by (see :data:`CRAWL_STEPS`)
+        while tasks still came back (the last at *handoff*): one that stopped coming back
+        is :func:`stuck` instead."""
+        waited = real.monotonic() - self.since
+        coming_back = real.monotonic() - handoff < wall_timeout / 2
+        if now != self.now or steps - self.steps >= CRAWL_STEPS:
+            self._reset(steps, now)
+        elif steps > self.steps and waited >= wall_timeout and coming_back:
+            if real.process_time() - self.cpu < CRAWL_CPU * waited:  # waiting, not working
+                return crawling(running, steps - self.steps, waited)
+            self._reset(steps, now)
+        return None
 
 
 def crawling(running: str, steps: int, wall_timeout: float) -> Failure:

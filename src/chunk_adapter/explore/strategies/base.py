@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["Strategy", "ordered"]
+__all__ = ["OneExecution", "Strategy", "ordered"]
 
 
 class Strategy:
@@ -31,6 +31,20 @@ class Strategy:
     def describe(self) -> str:
         """How to build this strategy again, as Python (shown in failure reports)."""
         return f"{type(self).__name__}()"
+
+
+class OneExecution(Strategy):
+    """A strategy of exactly one execution, read from recorded choices at ``_pos``."""
+
+    _pos = 0
+    _started = False
+
+    def start_execution(self) -> bool:
+        if self._started:
+            return False
+        self._started = True
+        self._pos = 0
+        return True
 
 
 def ordered(runnable: Sequence[int], current: int | None) -> list[int]:

@@ -11,25 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .base import Strategy, ordered
+from .base import OneExecution, ordered
 
 __all__ = ["DrawnStrategy"]
 
 
-class DrawnStrategy(Strategy):
+class DrawnStrategy(OneExecution):
     """One execution whose choices come from a list of non-negative ints."""
 
     def __init__(self, choices: Sequence[int]) -> None:
         self.choices = list(choices)
-        self._pos = 0
-        self._started = False
-
-    def start_execution(self) -> bool:
-        if self._started:
-            return False
-        self._started = True
-        self._pos = 0
-        return True
 
     def next_task(self, runnable: Sequence[int], current: int | None) -> int:
         alternatives = ordered(runnable, current)

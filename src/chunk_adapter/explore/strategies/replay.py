@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..schedule import Decision, decode
-from .base import Strategy
+from .base import OneExecution
 
 __all__ = ["ReplayStrategy", "ScheduleDiverged"]
 
@@ -14,7 +14,7 @@ class ScheduleDiverged(AssertionError):
     """The execution being replayed did not reach the same choice as the recorded one."""
 
 
-class ReplayStrategy(Strategy):
+class ReplayStrategy(OneExecution):
     """Replays ``schedule`` (a string from a failure report) for one execution.
 
     After the recorded decisions run out, it keeps the running thread (no
@@ -24,15 +24,6 @@ class ReplayStrategy(Strategy):
     def __init__(self, schedule: str) -> None:
         self.schedule = schedule
         self.decisions: list[Decision] = decode(schedule)
-        self._pos = 0
-        self._started = False
-
-    def start_execution(self) -> bool:
-        if self._started:
-            return False
-        self._started = True
-        self._pos = 0
-        return True
 
     def _next(self, kind: str) -> int | None:
         if self._pos >= len(self.decisions):
