@@ -152,6 +152,14 @@ heavy ``build_payload``) keeps the CPU busy and is left to run."""
 CRAWL_CPU = 0.05
 
 
+_REAL_WAIT = (
+    "on something the explorer does not control (select() on a pipe or socket, a real "
+    "sleep, a C extension...). Route that wait through the runtime (an Event or Condition "
+    "with a timeout), or substitute its module (--substitute MODULE)."
+)
+"""How :func:`crawling` and :func:`waits_in_real_time` end: what such a wait is, the fix."""
+
+
 class Crawl:
     """Watches for a crawl: virtual time standing still, few switch points, an idle CPU."""
 
@@ -168,8 +176,9 @@ class Crawl:
         """The failure once *wall_timeout* real seconds crawled by (see :data:`CRAWL_STEPS`)
         while tasks still came back (the last at *handoff*): one that stopped coming back
         is :func:`stuck` instead."""
-        waited = real.monotonic() - self.since
-        coming_back = real.monotonic() - handoff < wall_timeout / 2
+        clock = real.monotonic()
+        waited = clock - self.since
+        coming_back = clock - handoff < wall_timeout / 2
         if now != self.now or steps - self.steps >= CRAWL_STEPS:
             self._reset(steps, now)
         elif steps > self.steps and waited >= wall_timeout and coming_back:
@@ -185,10 +194,7 @@ def crawling(running: str, steps: int, wall_timeout: float) -> Failure:
         "uncontrolled",
         f"only {steps} switch points in {wall_timeout:.1f} s of real time while virtual time "
         f"stood still (thread {running!r} was running): a thread waits in real time between "
-        "the explorer's switch points, on something it does not control (select() on a pipe "
-        "or socket, a real sleep, a C extension...). Route that wait through the runtime "
-        "(an Event or Condition with a timeout), or substitute its module (--substitute "
-        "MODULE).",
+        f"the explorer's switch points, {_REAL_WAIT}",
     )
 
 
@@ -277,10 +283,7 @@ def waits_in_real_time(max_steps: int, median: float) -> Failure:
         "uncontrolled",
         f"more than {max_steps} switch points with virtual time standing still, but the "
         f"running threads spent a median {median * 1000:.1f} ms of real time between two "
-        "of them: not a busy loop, a wait on something the explorer does not control "
-        "(select() on a pipe or socket, a real sleep, a C extension...). Route that wait "
-        "through the runtime (an Event or Condition with a timeout), or substitute its "
-        "module (--substitute MODULE).",
+        f"of them: not a busy loop, a wait {_REAL_WAIT}",
     )
 
 
