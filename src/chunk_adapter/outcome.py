@@ -31,6 +31,7 @@ from typing import Any, Literal
 __all__ = [
     "PASTE_BEGIN",
     "PASTE_END",
+    "REFERENCE_PASSED",
     "RULES",
     "CheckResult",
     "StageContext",
@@ -85,6 +86,11 @@ class CheckResult:
         data = dict(data)
         data["rules"] = tuple(data.get("rules", ()))
         return cls(**data)
+
+
+REFERENCE_PASSED = "; the reference adapter passed it right after"
+"""Added to a confirmation when the reference adapter, run on the same check right after,
+passed it (see :func:`chunk_adapter.factory.calibration_reference`)."""
 
 
 def reference_also_failed(evidence: str, reference_evidence: str) -> str:

@@ -42,6 +42,7 @@ from ..oracles import ContractViolation
 from ..outcome import (
     PASTE_BEGIN,
     PASTE_END,
+    REFERENCE_PASSED,
     CheckResult,
     StageContext,
     raised_by_suite,
@@ -256,18 +257,18 @@ def _confirm(
             ),
             end,
         )
-        if done and calibration is not None and calibration[0] is not None:
-            if same_failure(error, calibration[0]):
-                return result(
-                    "inconclusive",
-                    reference_also_failed(first, _headline(calibration[0])),
-                    rules=rules,
-                    detail=_detail(error, printed, note, ctx, profile),
-                    replay=replay,
-                    coverage=coverage,
-                )
-        elif done and calibration is not None:
-            confirmation += "; the reference adapter passed it right after"
+        reference_error = calibration[0] if done and calibration is not None else None
+        if reference_error is not None and same_failure(error, reference_error):
+            return result(
+                "inconclusive",
+                reference_also_failed(first, _headline(reference_error)),
+                rules=rules,
+                detail=_detail(error, printed, note, ctx, profile),
+                replay=replay,
+                coverage=coverage,
+            )
+        if done and calibration is not None and reference_error is None:
+            confirmation += REFERENCE_PASSED
     lines = steps_of(printed_again or printed)
     smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
     if smaller is not None:

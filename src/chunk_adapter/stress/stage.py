@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 
 from ..factory import AdapterFactory, calibration_reference
-from ..outcome import CheckResult, StageContext, reference_also_failed
+from ..outcome import REFERENCE_PASSED, CheckResult, StageContext, reference_also_failed
 from ..profiles import current_profile
 from .report import StressReport
 from .reproduce import STRESS
@@ -162,8 +162,8 @@ def _judge(
                     detail=detail, replay=replay, seconds=time.monotonic() - start,
                     confirmation=confirmation,
                 )  # fmt: skip
-            if not calibration.incomplete:
-                confirmation += "; the reference adapter passed it right after"
+            if not calibration.incomplete and not calibration.contract_rules:
+                confirmation += REFERENCE_PASSED
         return CheckResult(
             "stress", name, found, "fail", failures[0],
             detail=detail, replay=replay, seconds=time.monotonic() - start,

@@ -23,7 +23,7 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
 from ..factory import AdapterFactory, calibration_reference
 from ..history import BuildCall
 from ..oracles.violations import ContractViolation, rules_in_order
-from ..outcome import raised_by_suite, reference_also_failed, suite_error
+from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, suite_error
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
@@ -298,8 +298,8 @@ def run_probes(
                     if ref == "fail" and ref_rules[:1] == rules[:1]:
                         verdict, confirmation = "inconclusive", ""
                         evidence = reference_also_failed(evidence, ref_evidence)
-                    else:
-                        confirmation += "; the reference adapter passed it right after"
+                    elif ref == "pass":
+                        confirmation += REFERENCE_PASSED
             else:
                 verdict = "inconclusive"
                 evidence = (
