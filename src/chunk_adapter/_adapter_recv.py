@@ -272,6 +272,13 @@ class ReceiverSide:
                 return False
             self._awaited.discard(key)
             if not current:
+                drain = self._drains.get(request_id)
+                if drain is not None and drain.next_id == chunk_id:
+                    # The cleaned-up registration's last get took the key its drain waits
+                    # for: that is the drain's value (else the drain would take the next
+                    # stream's chunk under this key instead).
+                    self._drained(request_id, drain, value, self.runtime.monotonic())
+                    return False
                 self._recv_counts["stale_discarded"] += 1
                 return False
             self._ready.setdefault(request_id, []).append(value)
@@ -303,17 +310,11 @@ class ReceiverSide:
             self._awaited.discard(key)
             got = isinstance(value, dict)
             if got:
-                self._recv_counts["leftovers_discarded"] += 1
-                drain.since = now
-                drain.next_id += 1
+                self._drained(request_id, drain, value, now)
             elif now - drain.since >= self.leftover_timeout:
                 self._recv_counts["leftovers_given_up"] += 1
                 gave_up = True
-            if (got and value.get("finished")) or gave_up:
-                if drain.later:  # the next abandoned stream of this id, from its start
-                    drain.next_id, drain.since = drain.later.pop(0), now
-                else:
-                    del self._drains[request_id]
+                self._drain_ended(request_id, drain, now)
             if self._drains.get(request_id) is drain:
                 self._queue.append((request_id, drain.token))
         if gave_up:
@@ -326,6 +327,21 @@ class ReceiverSide:
                 key,
             )
         return got
+
+    def _drained(self, request_id: str, drain: Drain, value: dict[str, Any], now: float) -> None:
+        """*value*, the drain's next key, was got and thrown away (under ``_recv_lock``)."""
+        self._recv_counts["leftovers_discarded"] += 1
+        drain.since = now
+        drain.next_id += 1
+        if value.get("finished"):
+            self._drain_ended(request_id, drain, now)
+
+    def _drain_ended(self, request_id: str, drain: Drain, now: float) -> None:
+        """The drained stream ended (its final, or given up): the next one, or no drain."""
+        if drain.later:  # the next abandoned stream of this id, from its start
+            drain.next_id, drain.since = drain.later.pop(0), now
+        else:
+            del self._drains[request_id]
 
     def _stalled_for(self, request_id: str) -> float | None:
         """Called with ``_recv_lock`` held: seconds without progress if *request_id* just
