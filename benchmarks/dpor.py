@@ -2,19 +2,20 @@
 
 Part 1, for each library scenario (the loopback forms; ``--pipelines`` adds the
 ``pipeline/`` ones) on the reference adapter: executions, seconds and whether
-the exploration completed, under ``DfsStrategy(preemption_bound=2)`` and under
+the exploration completed, under ``DfsStrategy(preemption_bound=2)``, under
+``DporStrategy(preemption_bound=2)`` (the same schedules covered) and under
 ``DporStrategy()`` (no preemption bound), each cut at ``--budget`` seconds.
 
 Part 2, for every race-only broken adapter of tests/quality/broken_explore.py
 on the scenario that exposes it: the execution and the seconds at which PCT
-(seed 0), random (seed 0), DFS (bound 2) and DPOR first fail, or "-" when the
+(seed 0), random (seed 0), DFS (bound 2), DPOR (bound 2) and DPOR first fail, or "-" when the
 budget ran out first. Part 3: executions per second of the controlled runtime
 on one scenario under random schedules (the same run, every strategy's cost).
 Part 4: each scenario of ``library.PROVE`` under ``ProofStrategy()`` (no
 preemption bound) on the reference adapter: executions, traces, seconds and
 whether the proof completed within ``--budget``. Part 5: the cleanup-race
-variants (``q5-cleanup-inflight-get*``), DFS (bound 2) and DPOR each run to the
-end (or ``--budget``), the ratio of their executions, and what the races DPOR
+variants (``q5-cleanup-inflight-get*``), DFS (bound 2), DPOR (bound 2) and DPOR each
+run to the end (or ``--budget``), the ratios of their executions, and what the races DPOR
 reversed had in common (by kind of shared object: which conflicts make its
 branches).
 
@@ -61,6 +62,7 @@ STRATEGIES: list[tuple[str, Callable[[], Strategy]]] = [
     ("PCT", lambda: PctStrategy(seed=0, executions=1_000_000)),
     ("random", lambda: RandomStrategy(seed=0, executions=1_000_000)),
     ("DFS pb=2", lambda: DfsStrategy(preemption_bound=2)),
+    ("DPOR pb=2", lambda: DporStrategy(preemption_bound=2)),
     ("DPOR", DporStrategy),
 ]
 
@@ -71,14 +73,18 @@ def _cell(report: Report) -> str:
 
 
 def part1(budget: float, only: str | None, pipelines: bool) -> None:
-    print("| scenario | DFS pb=2: executions, s, complete? | DPOR: executions, s, complete? |")
-    print("|---|---|---|")
+    print(
+        "| scenario | DFS pb=2: executions, s, complete? | DPOR pb=2: executions, s, "
+        "complete? | DPOR: executions, s, complete? |"
+    )
+    print("|---|---|---|---|")
     for name, scenario in LIBRARY.items():
         if (only and name != only) or (name.startswith("pipeline/") and not pipelines):
             continue
         dfs = explore(scenario, DfsStrategy(preemption_bound=2), time_budget=budget)
+        bounded = explore(scenario, DporStrategy(preemption_bound=2), time_budget=budget)
         dpor = explore(scenario, DporStrategy(), time_budget=budget)
-        print(f"| `{name}` | {_cell(dfs)} | {_cell(dpor)} |", flush=True)
+        print(f"| `{name}` | {_cell(dfs)} | {_cell(bounded)} | {_cell(dpor)} |", flush=True)
 
 
 def part2(budget: float) -> None:
@@ -144,24 +150,31 @@ def _kind(key: object) -> str:
     return str(key[0]) if isinstance(key, tuple) and key else str(key)
 
 
+def _ratio(dfs: Report, other: Report) -> str:
+    """DFS's executions over *other*'s; a cut run's count is a lower bound of what it needs."""
+    sign = {(True, True): "", (False, True): "≥", (True, False): "≤"}
+    bound = sign.get((dfs.complete, other.complete), "both cut: ")
+    return f"{bound}{dfs.executions / other.executions:.1f}×"
+
+
 def part5(budget: float) -> None:
-    print("| scenario | DFS pb=2: executions, s | DPOR: executions (traces), s | ratio |")
-    print("|---|---|---|---|")
+    print(
+        "| scenario | DFS pb=2: executions, s | DPOR pb=2: executions, s | ratio | "
+        "DPOR: executions (traces), s | ratio |"
+    )
+    print("|---|---|---|---|---|---|")
     notes = []
     for name in LIBRARY:
         if not name.startswith("q5-cleanup-inflight-get"):
             continue
         dfs = explore(LIBRARY[name], DfsStrategy(preemption_bound=2), time_budget=budget)
+        bounded = explore(LIBRARY[name], DporStrategy(preemption_bound=2), time_budget=budget)
         counting = _CountingDpor()
         dpor = explore(LIBRARY[name], counting, time_budget=budget)
-        ratio = dfs.executions / dpor.executions
-        # A cut run's count is a lower bound of what it needs: the ratio is then a bound.
-        sign = {(True, True): "", (False, True): "≥", (True, False): "≤"}
-        bound = sign.get((dfs.complete, dpor.complete), "both cut: ")
         print(
-            f"| `{name}` | {_cell(dfs)} | {dpor.executions} ({dpor.traces}) "
-            f"{dpor.seconds:.1f} s {'complete' if dpor.complete else 'cut'} | "
-            f"{bound}{ratio:.1f}× |",
+            f"| `{name}` | {_cell(dfs)} | {_cell(bounded)} | {_ratio(dfs, bounded)} | "
+            f"{dpor.executions} ({dpor.traces}) {dpor.seconds:.1f} s "
+            f"{'complete' if dpor.complete else 'cut'} | {_ratio(dfs, dpor)} |",
             flush=True,
         )
         top = ", ".join(f"{k} {v}" for k, v in counting.branches.most_common(5))

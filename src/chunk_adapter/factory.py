@@ -35,6 +35,7 @@ __all__ = [
     "accepted_options",
     "accepts_runtime",
     "calibration_reference",
+    "declares_keyword",
     "load_factory",
     "loaded",
     "reference_factory",
@@ -239,6 +240,13 @@ def takes_keyword(factory: Callable[..., Any], name: str) -> bool:
     if params is None or name in refused_keywords(factory):
         return False
     return name in params or _takes_any(params)
+
+
+def declares_keyword(factory: Callable[..., Any], name: str) -> bool:
+    """Whether *factory* names keyword *name* in its signature (not only ``**kwargs``,
+    which may drop it), and has not refused it."""
+    params = _parameters(factory)
+    return params is not None and name in params and name not in refused_keywords(factory)
 
 
 def accepted_options(factory: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:

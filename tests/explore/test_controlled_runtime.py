@@ -208,6 +208,47 @@ def test_a_short_real_wait_between_switch_points_is_not_a_busy_loop() -> None:
     assert "not a busy loop" in ctl.failures[0].message
 
 
+def test_a_wait_until_a_deadline_on_a_clock_the_explorer_does_not_control_is_uncontrolled() -> None:
+    """Found outside the repo: an idle pause written as "wait until a deadline" on
+    ``datetime.now()`` (also ``time.clock_gettime``, a ``clock=time.monotonic`` default):
+    each timed wait ran out in virtual time while the real deadline barely moved, so
+    virtual time ran away, the scenario's settle saw no progress, and the explorer
+    reported a lost chunk (R23, confirmed by replay: exit 1 on a correct adapter)."""
+    from datetime import datetime, timedelta
+
+    def program(rt: ControlledRuntime) -> None:
+        stop = rt.Event()
+        until = datetime.now() + timedelta(seconds=0.05)
+        while (left := (until - datetime.now()).total_seconds()) > 0:
+            stop.wait(left)
+
+    ctl = run_program(program)
+    assert kinds(ctl) == ["uncontrolled"]
+    assert "datetime.now()" in ctl.failures[0].message
+
+
+@pytest.mark.parametrize("shape", ["virtual deadline", "constant wait", "work between"])
+def test_timed_waits_that_follow_virtual_time_are_not_an_uncontrolled_clock(shape: str) -> None:
+    def program(rt: ControlledRuntime) -> None:
+        stop, other = rt.Event(), rt.Event()
+        if shape == "virtual deadline":  # the second wait would ask for nothing
+            for _ in range(5):
+                until = rt.monotonic() + 0.01
+                while (left := until - rt.monotonic()) > 0:
+                    stop.wait(left)
+        elif shape == "constant wait":  # an idle loop: exactly as long each time
+            for _ in range(10):
+                stop.wait(0.01)
+        else:  # a poller doing its work between shrinking waits
+            for n in range(10):
+                other.is_set()
+                other.is_set()
+                stop.wait(0.01 - n * 0.0001)
+
+    ctl = run_program(program)
+    assert kinds(ctl) == []
+
+
 def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
     from chunk_adapter.explore.stage import KIND_RULES, NOT_CONTROLLED
 

@@ -119,3 +119,34 @@ def test_a_counter_named_like_a_depth_is_not_state_kept() -> None:
     """Found outside the repo: ``stats().registered 930 -> 2604`` alone made R24 fail
     (1 byte retained per request, allowed 16) — exit 1 on a correct adapter."""
     probe_bounded_state(_CumulativeRegistered)
+
+
+class _RecentStreams(ChunkAdapter):
+    """Correct: keeps a small record of each finished stream, cleared once it holds
+    ``limit`` (R24 allows a record of up to 500 recent requests)."""
+
+    limit = 300
+
+    def __init__(self, connector: Any, **kwargs: Any) -> None:
+        super().__init__(connector, **kwargs)
+        self.recent: list[dict[str, Any]] = []  # only the SAVE thread touches it
+
+    def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
+        super()._put_with_retries(request_id, value, is_final)
+        if is_final:
+            self.recent.append({"request_id": request_id, "finished": True})
+            if len(self.recent) >= self.limit:
+                self.recent.clear()
+
+
+class _RecentStreams450(_RecentStreams):
+    limit = 450
+
+
+@pytest.mark.rule("R24")
+@pytest.mark.parametrize("adapter", [_RecentStreams, _RecentStreams450])
+def test_a_bounded_record_cleared_when_full_is_not_state_kept(adapter: Any) -> None:
+    """Found outside the repo: a record of 300 streams, cleared when full, made a sawtooth
+    that two readings per window saw rising twice in the same phase: R24, exit 1."""
+    probe_bounded_state(adapter)
+

@@ -8,20 +8,21 @@ died while the adapter was running", confirmed, exit 1 — every round's thread
 ends once its round is done. Here the same false alarm in its smallest shape (a
 helper thread that ends, cleanly, after the first save), and the bug R22 is
 about (a thread that dies of an exception) still found. And an attribute named
-``put_tries`` is read as the setting only as the adapter was built.
+like one of the suite's options (``put_tries``, ``idle_backoff``, ``join_timeout``)
+never tightens a bound alone: it may count puts, count retries, or be in milliseconds.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import pytest
 
 from chunk_adapter import ChunkAdapter
 from chunk_adapter.bed.crashes import thread_crashes
 from chunk_adapter.factory import AdapterFactory
-from chunk_adapter.stress import put_faults
+from chunk_adapter.stress import idle_polling, prompt_stop, put_faults
 
 SMALL: dict[str, Any] = {"seed": 3, "requests": 20, "chunks": 4, "put_rate": 0.2}
 
@@ -118,4 +119,69 @@ def test_an_attribute_named_put_tries_that_counts_is_not_taken_for_the_setting()
     after the run, a counter of that name told them every dropped chunk should have
     been tried thousands of times (R10 on a correct adapter)."""
     report = put_faults(cast(AdapterFactory, _CountsPutTries), **SMALL)
+    assert report.ok, report.describe()
+
+
+class _Front:
+    """Correct (the reference adapter inside, with its defaults: 3 put tries, a 1 ms idle
+    pause, a 1 s join timeout), whatever options it is passed; it shows attributes named
+    like the suite's options that mean something else (:attr:`shows`)."""
+
+    shows: ClassVar[dict[str, Any]] = {}
+
+    def __init__(
+        self,
+        connector: Any,
+        *,
+        stage_id: int,
+        src_stage_id: int | None = None,
+        build_payload: Any = None,
+        **ignored: Any,
+    ) -> None:
+        self._inner = ChunkAdapter(
+            connector, stage_id=stage_id, src_stage_id=src_stage_id, build_payload=build_payload
+        )
+        for name, value in self.shows.items():
+            setattr(self, name, value)
+        self.save_async = self._inner.save_async
+        self.cancel_sender = self._inner.cancel_sender
+        self.load_async = self._inner.load_async
+        self.poll_ready = self._inner.poll_ready
+        self.cleanup_receiver = self._inner.cleanup_receiver
+        self.stop = self._inner.stop
+
+
+class _BackoffInMilliseconds(_Front):
+    shows: ClassVar[dict[str, Any]] = {"idle_backoff": 1}  # 1 ms, an int
+
+
+class _RetriesNamedPutTries(_Front):
+    # Retries after the first try: 3 tries in all.
+    shows: ClassVar[dict[str, Any]] = {"put_tries": 2}
+
+
+class _JoinTimeoutOfSomethingElse(_Front):
+    # E.g. one poll's wait; stop() joins for 1 s.
+    shows: ClassVar[dict[str, Any]] = {"join_timeout": 0.01}
+
+
+@pytest.mark.rule("R17")
+def test_an_attribute_named_idle_backoff_does_not_set_the_polling_bound() -> None:
+    """Found outside the repo: ``idle_backoff = 1`` (milliseconds) made the bound 5 gets/s
+    per idle request, and a 1 ms poller failed R17, exit 1."""
+    report = idle_polling(cast(AdapterFactory, _BackoffInMilliseconds), idle_requests=10)
+    assert report.ok, report.describe()
+
+
+@pytest.mark.rule("R10")
+def test_an_attribute_named_put_tries_counting_retries_is_not_the_setting() -> None:
+    """Found outside the repo: ``put_tries = 2`` meaning retries (3 tries in all, the
+    contract's default) made a chunk put on its third try an R10 violation, exit 1."""
+    report = put_faults(cast(AdapterFactory, _RetriesNamedPutTries), **SMALL)
+    assert report.ok, report.describe()
+
+
+@pytest.mark.rule("R18")
+def test_an_attribute_named_join_timeout_only_ever_loosens_the_stop_bound() -> None:
+    report = prompt_stop(cast(AdapterFactory, _JoinTimeoutOfSomethingElse), state="build_blocked")
     assert report.ok, report.describe()

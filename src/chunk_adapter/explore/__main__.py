@@ -3,6 +3,7 @@
     python -m chunk_adapter.explore list
     python -m chunk_adapter.explore run q5-cleanup-inflight-get --strategy dfs --bound 2
     python -m chunk_adapter.explore run q7-stop-idle --prove     # every trace, or a counterexample
+    python -m chunk_adapter.explore run q5-cleanup-inflight-get-2 --strategy dpor --bound 2
     python -m chunk_adapter.explore replay q5-cleanup-inflight-get '1:9:a3b2c4' \\
         --adapter mypkg.adapter:make
     python -m chunk_adapter.explore run pipeline/q5-cleanup-inflight-get \\
@@ -62,7 +63,12 @@ def _parser() -> argparse.ArgumentParser:
                 help="explore every Mazurkiewicz trace (DPOR, no preemption bound) and say "
                 "'verified: N traces, complete', or show the counterexample",
             )
-            p.add_argument("--bound", type=int, default=2, help="DFS preemption bound")
+            p.add_argument(
+                "--bound",
+                type=int,
+                default=None,
+                help="preemption bound (dfs: 2 unless given; dpor: none unless given)",
+            )
             p.add_argument("--seed", type=int, default=0, help="PCT/random seed")
             p.add_argument("--depth", type=int, default=3, help="PCT depth")
             p.add_argument("--executions", type=int, default=1000, help="PCT/random runs")
@@ -82,16 +88,25 @@ def _strategy(args: argparse.Namespace) -> Strategy:
     if args.prove:
         return ProofStrategy()
     if args.strategy == "dpor":
-        return DporStrategy()
+        return DporStrategy(preemption_bound=args.bound)
     if args.strategy == "dfs":
-        return DfsStrategy(preemption_bound=args.bound)
+        return DfsStrategy(preemption_bound=2 if args.bound is None else args.bound)
     if args.strategy == "pct":
         return PctStrategy(seed=args.seed, depth=args.depth, executions=args.executions)
     return RandomStrategy(seed=args.seed, executions=args.executions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    bound = getattr(args, "bound", None)
+    if bound is not None and bound < 0:
+        parser.error(f"--bound is a number of preemptions, 0 or more; got {bound}")
+    if bound is not None and getattr(args, "prove", False):
+        parser.error(
+            "--prove explores every trace, with no preemption bound: drop --bound, or use "
+            f"--strategy dpor --bound {bound} for every trace within {bound} preemptions"
+        )
     if args.command == "list":
         for name, sc in LIBRARY.items():
             print(f"{name:38} {sc.question}")

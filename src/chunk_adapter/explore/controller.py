@@ -40,6 +40,7 @@ from .tasks import (
     TaskState,
     blocked_forever,
     caller,
+    creeping_deadline,
     foreign,
     stuck,
 )
@@ -81,13 +82,10 @@ class Controller:
     ) -> None:
         self.scheduler = scheduler
         self.max_steps = max_steps
-        # wall_timeout: real seconds one task may run without coming back to the
-        # controller before the execution is abandoned as "uncontrolled". It is a
-        # bound on a single hand-off, not on the execution, so a slow machine
-        # never turns a long execution into a finding.
+        # wall_timeout: real seconds one task may run without coming back before the execution
+        # is abandoned as "uncontrolled": one hand-off's bound, not the execution's.
         self.wall_timeout = wall_timeout
-        # every_step: ask the scheduler even when only one task can run (PCT
-        # counts steps); otherwise only real choices reach it.
+        # every_step: ask the scheduler even when only one task can run (PCT counts steps).
         self.every_step = every_step
         self.now = 0.0
         self.steps = 0
@@ -110,17 +108,15 @@ class Controller:
         # decisions, failures, foreign and _frozen against a task that comes back
         # while the driver ends the execution. Held for an append; nobody waits on it.
         self._lock = real.allocate_lock()
-        # _done: set (once) when the execution is over: every task finished, or
-        # a failure stopped it. The driver thread waits on it; the task that
-        # ends the execution sets it.
+        # _done: set (once) when the execution is over (every task finished, or a failure
+        # stopped it) by the task that ends it. The driver thread waits on it.
         self._done = real.Event()
-        # Called on the driver when the execution is over, before it is frozen (the
-        # explorer scans for threads it does not run there).
+        # Called on the driver when the execution is over, before it is frozen (a scan).
         self.before_finish: Callable[[], None] | None = None
         # Footprints (DPOR, .footprint): only when the scheduler has observe(tid, footprint,
         # held). Tracking off: no tracker, touch does nothing, every step goes as before.
-        observe = getattr(scheduler, "observe", None)
-        self.tracker: Tracker | None = None if observe is None else Tracker(observe)
+        observe, waiting = getattr(scheduler, "observe", None), getattr(scheduler, "waiting", None)
+        self.tracker: Tracker | None = None if observe is None else Tracker(observe, waiting)
         self.tracking = self.tracker is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
         self.touch: Callable[[object, str], None] = (
@@ -278,6 +274,7 @@ class Controller:
         if self._aborting:
             raise Aborted
         self.trace.append(Step(len(self.trace), task.tid, self.now, label))
+        task.points += 1
         self._reschedule(task)
 
     def block(self, label: str, deadline: float | None) -> str:
@@ -285,11 +282,16 @@ class Controller:
         task = self.me()
         if self._aborting:
             raise Aborted
+        timeout = None if deadline is None else deadline - self.now
+        creep = None if timeout is None else creeping_deadline(task, timeout)
+        if creep is not None:  # a clock outside the explorer's: end the execution here
+            self._fail(creep.kind, creep.message)
         task.state = TaskState.BLOCKED
         task.blocked_on = label
         task.deadline = deadline
         task.wake_reason = ""
         self._reschedule(task)
+        task.waited, task.points = (timeout if task.wake_reason == "timeout" else None), 0
         return task.wake_reason
 
     def wake(self, task: Task, reason: str) -> None:
@@ -339,7 +341,7 @@ class Controller:
             raise Aborted
 
     def _pick(self, me: Task) -> Task | None:
-        if self._frozen:
+        if self._frozen or self._done.is_set():
             return None
         runnable = [t for t in self.tasks if t.state is TaskState.RUNNABLE]
         while not runnable:

@@ -71,6 +71,7 @@ __all__ = [
     "Footprint",
     "Observe",
     "Tracker",
+    "Waiting",
     "conflict",
     "hist",
     "request_of",
@@ -97,6 +98,10 @@ mode, an adapter without an instance ``__dict__``): every step conflicts with ev
 Observe = Callable[[int, Footprint, dict[Any, int]], None]
 """A strategy's ``observe(tid, footprint, held)``: task *tid* ended a step that touched
 *footprint*; *held* says who holds each lock the step touched (a task id; -1: free)."""
+
+Waiting = Callable[[int, Any, int], None]
+"""A strategy's ``waiting(tid, lock, holder)``: at this choice point task *tid* is not
+offered because its next step takes *lock*, which task *holder* holds."""
 
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), frozenset, range)
 
@@ -159,8 +164,9 @@ class Tracker:
     task holding the baton, so it needs no lock of its own.
     """
 
-    def __init__(self, observe: Observe) -> None:
+    def __init__(self, observe: Observe, waiting: Waiting | None = None) -> None:
         self._observe = observe
+        self._waiting = waiting
         self._fp: Footprint = {}
         # Every lock seen wanted so far (key -> the ControlledLock): end_step reports who
         # holds those a step touched, which DPOR needs to reverse a race on a lock.
@@ -187,6 +193,10 @@ class Tracker:
             if t.wants is not None:
                 self._locks[t.wants.key] = t.wants
         offered = [t for t in runnable if t.wants is None or t.wants.owner in (None, t)]
+        if self._waiting is not None and len(offered) < len(runnable):
+            for t in runnable:
+                if t not in offered:
+                    self._waiting(t.tid, t.wants.key, int(t.wants.owner.tid))
         return offered or list(runnable)
 
 

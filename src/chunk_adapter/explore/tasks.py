@@ -34,6 +34,7 @@ __all__ = [
     "blocked_forever",
     "caller",
     "crawling",
+    "creeping_deadline",
     "foreign",
     "livelock",
     "stuck",
@@ -93,6 +94,11 @@ class Task:
     wants: Any = None
     """The lock this task is about to acquire, blocking (DPOR does not run it while another
     task holds that lock: the attempt would only block)."""
+    waited: float | None = None
+    """The timeout of this task's last timed block, when that block timed out
+    (:func:`creeping_deadline`); ``points``: its switch points since that block ended."""
+    points: int = 0
+    creeping: int = 0
 
     def __repr__(self) -> str:
         return f"Task({self.tid}, {self.name!r}, {self.state.value})"
@@ -186,6 +192,39 @@ class Crawl:
                 return crawling(running, steps - self.steps, waited)
             self._reset(steps, now)
         return None
+
+
+CREEP_TIMES = 3
+"""Timed blocks in a row, each asking for almost as long as the one that just timed out,
+that :func:`creeping_deadline` takes for a deadline on a clock that is not virtual time."""
+
+
+def creeping_deadline(task: Task, timeout: float) -> Failure | None:
+    """*task* is about to block for *timeout* s. ``uncontrolled`` when, for the
+    :data:`CREEP_TIMES`-th time in a row, its last timed block timed out (virtual time
+    moved by all of it) and it asks, with no other switch point in between, for almost as
+    long again (less by under a tenth of what passed): a "wait until a deadline" loop
+    whose clock did not move with virtual time. With the explorer's clock the second
+    wait would ask for nothing; a constant idle wait asks for exactly as long."""
+    last = task.waited
+    if last is not None and task.points <= 1 and 0 < timeout < last and last - timeout < last / 10:
+        task.creeping += 1
+    else:
+        task.creeping = 0
+    if task.creeping < CREEP_TIMES:
+        return None
+    return Failure(
+        "uncontrolled",
+        f"thread {task.name!r} waits in a loop for a deadline the explorer's clock does not "
+        f"reach: {CREEP_TIMES} timed waits in a row ran out (virtual time moved by each), "
+        f"and each time it asked for almost as long again (last {last:.6f} s, now "
+        f"{timeout:.6f} s). It computes the deadline from a clock the explorer does not "
+        "control — datetime.now(), time.clock_gettime(), or a clock bound before exploring "
+        "(a default argument clock=time.monotonic, an attribute holding it) — so real "
+        "time stands still while virtual time runs away, and any liveness verdict would be "
+        "wrong. Not a verdict on the adapter. Read time.monotonic() (or time.time()) when "
+        "the deadline is computed, or take runtime= and use runtime.monotonic()",
+    )
 
 
 def crawling(running: str, steps: int, wall_timeout: float) -> Failure:

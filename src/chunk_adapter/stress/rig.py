@@ -33,7 +33,7 @@ from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, Bed
 from ..bed.stack import SENDER_STAGE as STAGE
 from ..connectors import FaultRule, GatedBuilder
 from ..connectors.base import Connector
-from ..factory import AdapterFactory, AdapterLike, accepted_options
+from ..factory import AdapterFactory, AdapterLike, accepted_options, declares_keyword
 from ..history import History
 
 __all__ = [
@@ -157,6 +157,25 @@ def make_adapter(
     return Pipeline(*bed.pair(factory, build_payload=build_payload, loopback=loopback, **accepted))
 
 
+def known_options(factory: AdapterFactory, options: dict[str, Any], built: Any) -> dict[str, Any]:
+    """The *options* the adapter *built* surely got: the factory takes the keyword and
+    names it in its signature, or (``**kwargs``, which may drop it) the adapter shows that
+    value under that name. An option the suite cannot be sure of must not tighten a bound:
+    the contract's default, or a bound that holds whatever it is, is used instead."""
+    out = {}
+    for name, value in accepted_options(factory, options).items():
+        if declares_keyword(factory, name):
+            out[name] = value
+            continue
+        try:
+            shown = getattr(built, name, None)
+        except Exception:  # an adapter whose attribute lookup raises shows nothing
+            continue
+        if shown == value and type(shown) is type(value):
+            out[name] = value
+    return out
+
+
 def setting(adapter: Any, name: str, default: float) -> float:
     """The adapter's configured timeout *name* if it exposes a number, else *default*.
 
@@ -182,10 +201,17 @@ class Rig:
     builder: GatedBuilder
     loopback: bool = False
     threads_before: set[threading.Thread] = field(default_factory=set)
-    put_tries: int | None = None
-    """The sender's ``put_tries`` as it was built (an int >= 1), for the oracles; ``None``
-    when it shows none. Read before any put, so a counter of the same name (0 then)
-    is not mistaken for the setting."""
+    known: dict[str, Any] = field(default_factory=dict)
+    """The options passed that the adapter was surely built with (:func:`known_options`)."""
+
+    @property
+    def put_tries(self) -> int | None:
+        """The sender's tries per chunk in all (R10), for the oracles, when the suite knows
+        it (``put_tries=N`` in :attr:`known`); else ``None`` (a drop needs one failed put;
+        no upper bound). An attribute of that name is never read alone: an adapter may
+        count puts in it, or its retries after the first try."""
+        tries: Any = self.known.get("put_tries")
+        return int(tries) if _is_count(tries) and tries >= 1 else None
 
     @property
     def history(self) -> History:
@@ -229,8 +255,7 @@ class Rig:
         pipeline = make_adapter(
             factory, self.bed, build_payload=self.builder, loopback=self.loopback, **options
         )
-        tries: Any = getattr(pipeline, "put_tries", None)
-        self.put_tries = tries if _is_count(tries) and tries >= 1 else None
+        self.known = known_options(factory, options, pipeline)
         return pipeline
 
     def new_threads(self, exclude: Iterable[threading.Thread] = ()) -> list[threading.Thread]:

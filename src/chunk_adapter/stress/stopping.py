@@ -87,10 +87,17 @@ def prompt_stop(
         adapter = rig.adapter(factory, join_timeout=join_timeout)
         sched = SchedulerLoop(adapter, rig.history)
         blocked = state in BLOCKED
-        # The adapter's own join timeout if it shows one; the join_timeout= passed above
-        # is not trusted (a **options factory may ignore it), the reference's 1 s not assumed.
-        known = setting(adapter, "join_timeout", math.nan)
-        slow = blocked_stop_bound(None if math.isnan(known) else known)
+        # The join_timeout= passed above when the adapter surely got it (rig.known); else
+        # an attribute of that name only ever loosens the bound (it may mean something
+        # else: milliseconds, one thread's share), and the reference's 1 s is not assumed.
+        known = rig.known.get("join_timeout")
+        shown = setting(adapter, "join_timeout", math.nan)
+        if isinstance(known, (int, float)):
+            slow = blocked_stop_bound(float(known))
+        elif math.isnan(shown):
+            slow = blocked_stop_bound(None)
+        else:
+            slow = max(blocked_stop_bound(None), blocked_stop_bound(shown))
 
         def bound(side: str) -> float:
             return slow if blocked and side in (BLOCKED[state], "adapter") else FREE_STOP_BOUND

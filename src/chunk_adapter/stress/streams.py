@@ -37,6 +37,7 @@ FAST_OPTIONS: dict[str, Any] = {
     "put_backoff": 0.0005,
     "put_backoff_max": 0.004,
     "join_timeout": 1.0,
+    "put_tries": 3,  # the contract's default, passed so the oracles know it (Rig.put_tries)
 }
 
 

@@ -9,14 +9,20 @@ each batch every stream is finished and cleaned up, the connector (a
 :class:`~chunk_adapter.connectors.MemoryConnector` that consumes on get and
 keeps no key log) holds nothing, and nothing may be left per request.
 
-Retained memory is measured with :mod:`tracemalloc` after ``gc.collect()``:
+Retained memory is measured with :mod:`tracemalloc` after ``gc.collect()``,
 after a warm-up of :data:`WARMUP` ids (interpreter caches, free lists and any
-bounded history of up to that many requests fill up), after :data:`N` more,
-and after ``10 * N`` in all. Growth from N to 10·N over
-:data:`PER_REQUEST` bytes per request — a wide margin over tracemalloc noise,
-and below the smallest real leak (a dict entry keyed by the request id
-keeps ~90 bytes) — is a suspicion, which a second window of ``9 * N`` ids
-must confirm before it is reported as a violation with the figure; a
+bounded history of up to that many requests fill up), then after every batch of
+a window of :data:`WINDOW` ids. The window's growth is judged by its *lows*: the
+least reading over its first :data:`RECORD` ids against the least over its last
+:data:`RECORD` ids. A record of up to :data:`RECORD` recent requests that is
+filled and then cleared (or cut back) makes a sawtooth whose lows stay level
+whatever its period and wherever the window starts in it; two single readings
+would see growth whenever both fell on a rising slope (a record of 300 streams
+cleared when full did: a false R24 with the same phase in both windows). Growth
+of the lows over :data:`PER_REQUEST` bytes per request between the two spans —
+a wide margin over tracemalloc noise, and below the smallest real leak (a dict
+entry keyed by the request id keeps ~90 bytes) — is a suspicion, which a second
+window must confirm before it is reported as a violation with the figure; a
 suspicion the second window does not confirm is inconclusive (:class:`Undecided`).
 ``stats()`` depths (any ``*_depth``, and the reference adapter's depth names) that
 grow with the ids run are shown beside the figure, but never decide alone: a
@@ -40,18 +46,20 @@ from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
 from ..oracles.violations import ContractViolation
 
-__all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "N", "Undecided", "probe_bounded_state"]
+__all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "WINDOW", "Undecided", "probe_bounded_state"]
 
 BATCH = 50
 """Request ids in flight at once (each batch ends with nothing open)."""
 BATCH_BOUND = 3 * ARRIVE
 """Seconds one batch may take (its waits for chunks are bounded by ``ARRIVE`` each)."""
-N = 150
-"""The small run; the large one is ``10 * N`` ids (both multiples of :data:`BATCH`)."""
 WARMUP = 600
 """Ids run before the first measurement: caches and bounded histories fill up first."""
 RECORD = 500
-"""The largest bounded record of recent requests R24 allows (below :data:`WARMUP`)."""
+"""The largest bounded record of recent requests R24 allows (below :data:`WARMUP`); also
+the span of ids whose lowest reading starts and ends a window (a multiple of :data:`BATCH`)."""
+WINDOW = 1500
+"""Ids in one window: its first and last :data:`RECORD` ids are :data:`WINDOW` - :data:`RECORD`
+ids apart."""
 PER_REQUEST = 16.0
 """Bytes retained per finished request above which growth is a suspicion."""
 DEPTHS = frozenset(
@@ -174,27 +182,32 @@ def _retained() -> int:
     return min(readings)
 
 
-def _window(p: _Pipeline, small: int, large: int) -> tuple[float, list[str]]:
-    """Run *small* ids, measure, run up to *large*; bytes per request and depths grown."""
-    p.run(small)
-    m_small, d_small = _retained(), p.depths()
-    p.run(large - small)
-    m_large, d_large = _retained(), p.depths()
-    per_request = (m_large - m_small) / (large - small)
+def _window(p: _Pipeline) -> tuple[float, list[str]]:
+    """Run :data:`WINDOW` ids, reading retained memory after each batch; bytes per request
+    the lows grew by (module doc), and the ``stats()`` depths that grew."""
+    span = RECORD // BATCH
+    d_first = p.depths()
+    readings = []
+    for _ in range(WINDOW // BATCH):
+        p.run(BATCH)
+        readings.append(_retained())
+    d_last = p.depths()
+    per_request = (min(readings[-span:]) - min(readings[:span])) / (WINDOW - RECORD)
     grown = [
-        f"stats().{name} {d_small.get(name, 0)} -> {value}"
-        for name, value in sorted(d_large.items())
-        if value - d_small.get(name, 0) >= (large - small) // 2
+        f"stats().{name} {d_first.get(name, 0)} -> {value}"
+        for name, value in sorted(d_last.items())
+        if value - d_first.get(name, 0) >= WINDOW // 2
     ]
     return per_request, grown
 
 
-def _finding(per_request: float, grown: Iterable[str], small: int, large: int) -> str | None:
+def _finding(per_request: float, grown: Iterable[str]) -> str | None:
     grown = list(grown)
     if per_request < PER_REQUEST:  # memory decides; a counter that grows keeps nothing
         return None
-    parts = [f"retains {per_request:.0f} bytes per finished request (tracemalloc, after "
-             f"{small} and {large} request ids; allowed: under {PER_REQUEST:g})"]  # fmt: skip
+    parts = [f"retains {per_request:.0f} bytes per finished request (tracemalloc: the lowest "
+             f"reading over {RECORD} ids, {WINDOW - RECORD} ids apart; allowed: under "
+             f"{PER_REQUEST:g})"]  # fmt: skip
     parts += grown
     return "; ".join(parts)
 
@@ -208,12 +221,10 @@ def probe_bounded_state(factory: Factory) -> None:
         p = _Pipeline(factory)
         with stopping(p.snd, p.rcv, seconds=CALL):
             p.run(WARMUP)
-            per_request, grown = _window(p, N, 10 * N)
-            first = _finding(per_request, grown, N, 10 * N)
+            first = _finding(*_window(p))
             if first is None:
                 return
-            again, grown_again = _window(p, N, 10 * N)  # the confirmation: 9·N more ids
-            second = _finding(again, grown_again, N, 10 * N)
+            second = _finding(*_window(p))  # the confirmation: as many ids again
     except Hang as exc:  # slow or stuck here is for the other checks to name
         raise Undecided(f"R24 not decided: {exc}") from exc
     finally:
@@ -221,14 +232,14 @@ def probe_bounded_state(factory: Factory) -> None:
             tracemalloc.stop()
     if second is None:
         raise Undecided(
-            f"R24 not decided: the first window {first}, but a second window of {9 * N} "
-            "more ids did not grow (a bounded cache filling up?). Rerun verify; if it "
-            f"repeats, the adapter keeps a record of more than {RECORD} requests "
+            f"R24 not decided: the first window {first}, but a second window of {WINDOW} "
+            "more ids did not grow (a bounded cache still filling up?). Rerun verify; if "
+            f"it repeats, the adapter keeps a record of more than {RECORD} requests "
             f"(R24 allows {RECORD})"
         )
     raise ContractViolation.of(
         "R24",
         f"the adapter keeps state per finished request: {first}; confirmed by "
-        f"{9 * N} more ids: {second}. Drop a request's state when its final is put "
+        f"{WINDOW} more ids: {second}. Drop a request's state when its final is put "
         "(sender) and in cleanup_receiver (receiver)",
     )

@@ -36,6 +36,30 @@ the test ``tests/explore/test_dpor.py`` checks it reaches the verdicts DFS
 reaches. It is unbounded: a proof (:class:`ProofStrategy`) covers every trace of
 the scenario, up to its own bounds (its script, ``settle`` limit and
 ``max_steps``).
+
+**With a preemption bound** (``DporStrategy(preemption_bound=2)``; Coons, Musuvathi
+and McKinley 2013, "Bounded partial-order reduction") it covers every trace that
+has a schedule with at most that many preemptions, as DFS at that bound does, in
+far fewer executions. A choice costs a preemption when the task that ran the step
+before could go on and another is chosen, as in DFS; a branch over the bound is
+never run. Four changes keep what the bound would otherwise cut off:
+
+* no sleep sets: a sleeping task's orders were explored from an earlier state,
+  but perhaps with more preemptions than the bound allows from there;
+* *conservative* branching: a reversal planned before step i is also planned
+  where step i's task was switched to (the start of its run of steps), where the
+  choice costs no more preemptions than the one made there;
+* a task that is not offered because its next step takes a lock another task
+  holds (``waiting``) races with the step that took that lock: it is planned
+  before that step (Flanagan and Godefroid check every task's next step). Unbounded,
+  the same order comes through a chain of reversals that the bound can cut;
+* the classic reversal: the racing task itself is planned (every task that can run
+  there when it cannot), not any first step of the reversed order as source sets
+  allow, which may reach the reversal only through choices the bound forbids.
+
+``tests/explore/test_dpor.py`` checks that bounded DPOR reaches exactly the results
+DFS reaches at the same bound, on random programs (``tests/explore/_random_programs.py``)
+and on the library; and that without each of the first three rules it does not.
 """
 
 from __future__ import annotations
@@ -60,6 +84,13 @@ class _Node:
     backtrack: set[int]
     done: dict[int, Footprint | None] = field(default_factory=dict)  # explored here -> step
     chosen: int = -1
+    current: int | None = None  # the task that ran the step before, if it can go on
+    preemptions: int = 0  # preemptions on the path before this choice
+
+    def cost(self, tid: int) -> int:
+        """The preemptions on the path once *tid* is chosen here."""
+        switch = self.current is not None and tid != self.current
+        return self.preemptions + (1 if switch else 0)
 
 
 _SLOT = {"w": 0, "r": 1, "c": 2}  # where _Order keeps the last step of each mode
@@ -152,10 +183,17 @@ class DporStrategy(Strategy):
 
     every_step = True
 
-    def __init__(self, max_executions: int | None = None) -> None:
+    def __init__(
+        self, max_executions: int | None = None, preemption_bound: int | None = None
+    ) -> None:
         if max_executions is not None and max_executions < 1:
             raise ValueError(f"max_executions is at least 1 (or None), got {max_executions!r}")
+        if preemption_bound is not None and preemption_bound < 0:
+            raise ValueError(
+                f"preemption_bound is at least 0 (or None: unbounded), got {preemption_bound!r}"
+            )
         self.max_executions = max_executions
+        self.preemption_bound = preemption_bound
         self.executions = 0
         self.pruned = 0  # executions ended early as sleep-set blocked (redundant)
         self.complete = False
@@ -234,23 +272,35 @@ class DporStrategy(Strategy):
                 )
             return node.chosen
         sleep = self._sleep_after(k)
+        before = self._nodes[k - 1].cost(self._nodes[k - 1].chosen) if k else 0
+        here = current if current in runnable else None
+        bound = self.preemption_bound
         awake = [t for t in runnable if t not in sleep]
+        if bound is not None and here is not None and before >= bound:
+            awake = [here] if here in awake else []
         if not awake:
             self.pruned += 1
             raise Pruned(f"every runnable task sleeps at choice point {k}")
-        pick = current if current in awake else awake[0]
-        self._nodes.append(_Node(tuple(runnable), sleep, {pick}, {pick: None}, pick))
+        pick = here if here in awake else awake[0]
+        node = _Node(tuple(runnable), sleep, {pick}, {pick: None}, pick, here, before)
+        self._nodes.append(node)
         return pick
 
     def describe(self) -> str:
-        return "DporStrategy()"
+        if self.preemption_bound is None:
+            return "DporStrategy()"
+        return f"DporStrategy(preemption_bound={self.preemption_bound})"
 
     # -- sleep sets ----------------------------------------------------------
+
+    def _sleep_sets(self) -> bool:
+        """Whether sleep sets prune: not under a preemption bound (see the module doc)."""
+        return self.preemption_bound is None
 
     def _sleep_after(self, k: int) -> dict[int, Footprint]:
         """The sleep set at node *k*: the parent's, plus the siblings explored before the
         step taken there, less those that conflict with that step."""
-        if k == 0:
+        if k == 0 or not self._sleep_sets():
             return {}
         parent = self._nodes[k - 1]
         tid, step = self._events[k]
@@ -279,6 +329,13 @@ class DporStrategy(Strategy):
                 if taken >= 1:
                     self._plan_reversal(taken, j)
                 return
+        if self.preemption_bound is not None:
+            # Under a bound, the classic rule (Flanagan and Godefroid; Coons et al.): tj
+            # itself, else every task that can run there. Another initial of the reversed
+            # order may reach it only through choices the bound forbids.
+            _plan_at(node, tj)
+            self._plan_conservatively(i, tj)
+            return
         if node.backtrack.issuperset(node.runnable):
             return
         ti, si = self._events[i][0], seq[i]
@@ -299,6 +356,35 @@ class DporStrategy(Strategy):
         pick = tj if tj in initials else (initials[0] if initials else -1)
         if pick in node.runnable:
             node.backtrack.add(pick)
+
+    def waiting(self, tid: int, lock: object, holder: int) -> None:
+        """The controller: *tid* is not offered, its next step wants *lock*, held by *holder*.
+
+        Under a preemption bound only: that pending step races with the holder's step
+        that took the lock, so plan *tid* before that step (Flanagan and Godefroid check
+        every task's next step, enabled or not). Unbounded, the same order is reached
+        through the race with the step that takes the lock after tid's, but that chain
+        can cost more preemptions than the bound allows."""
+        if self.preemption_bound is None:
+            return
+        events, took = self._events, self._took
+        for m in range(len(events) - 1, 0, -1):
+            if events[m][0] == holder and took[m] == lock:
+                _plan_at(self._nodes[m - 1], tid)
+                self._plan_conservatively(m, tid)
+                return
+
+    def _plan_conservatively(self, i: int, tj: int) -> None:
+        """Under a preemption bound, also plan *tj* where step i's task was switched to
+        (BPOR, Coons et al. 2013): choosing tj there costs no more preemptions than the
+        choice made there, so an order the bound forbids at i may be reached from there."""
+        events = self._events
+        ti = events[i][0]
+        k = i
+        while k >= 1 and events[k - 1][0] == ti:
+            k -= 1
+        if k >= 1 and k != i:
+            _plan_at(self._nodes[k - 1], tj)
 
     def _taken_by(self, i: int, lock: object) -> int:
         """If step i's task held *lock* just before step i: its step that took it.
@@ -321,6 +407,8 @@ class DporStrategy(Strategy):
         while self._nodes:
             node = self._nodes[-1]
             todo = sorted(node.backtrack - node.done.keys() - node.sleep.keys())
+            if self.preemption_bound is not None:
+                todo = [t for t in todo if node.cost(t) <= self.preemption_bound]
             if todo:
                 node.chosen = todo[0]
                 node.done[todo[0]] = None
@@ -328,6 +416,14 @@ class DporStrategy(Strategy):
                 return True
             self._nodes.pop()
         return False
+
+
+def _plan_at(node: _Node, tid: int) -> None:
+    """Plan *tid* at *node*; every task that can run there if it cannot."""
+    if tid in node.runnable:
+        node.backtrack.add(tid)
+    else:
+        node.backtrack.update(node.runnable)
 
 
 class ProofStrategy(DporStrategy):
