@@ -149,4 +149,3 @@ def test_a_bounded_record_cleared_when_full_is_not_state_kept(adapter: Any) -> N
     """Found outside the repo: a record of 300 streams, cleared when full, made a sawtooth
     that two readings per window saw rising twice in the same phase: R24, exit 1."""
     probe_bounded_state(adapter)
-
