@@ -143,8 +143,10 @@ class LoadedFactory:
     its signature says "any keyword" and only a call tells. When a call fails with
     ``TypeError: ... unexpected keyword argument 'X'`` for an optional keyword the
     suite passed, ``X`` is remembered, left out, and the call made again; from then
-    on :func:`takes_keyword` answers ``False`` for it. A contract keyword
-    (``stage_id``, ``src_stage_id``, ``build_payload``) is never left out.
+    on :func:`takes_keyword` answers ``False`` for it. A ``TypeError`` that names no
+    keyword (options handed down to ``object.__init__``) leaves every optional keyword
+    out, if the factory then builds. A contract keyword (``stage_id``,
+    ``src_stage_id``, ``build_payload``) is never left out.
     """
 
     def __init__(self, factory: Callable[..., Any]) -> None:
@@ -162,7 +164,9 @@ class LoadedFactory:
                 return self.__wrapped__(*args, **call)
             except TypeError as exc:
                 name = _unexpected_keyword(exc)
-                if name is None or name not in call or name in CONTRACT_KEYWORDS:
+                if name is None:
+                    return self._without_options(exc, args, call)
+                if name not in call or name in CONTRACT_KEYWORDS:
                     raise
                 LOG.info(
                     "factory %r does not take %s=; building its adapters without it",
@@ -170,6 +174,26 @@ class LoadedFactory:
                 )  # fmt: skip
                 with self._lock:
                     self.rejected.add(name)
+
+    def _without_options(self, exc: TypeError, args: tuple[Any, ...], call: dict[str, Any]) -> Any:
+        """A ``TypeError`` that names no keyword (``object.__init__() takes exactly one
+        argument``: options handed down a ``super().__init__(**kw)`` chain): build with the
+        contract keywords alone; if that works, leave every optional keyword out from now
+        on. Otherwise the error was not about the options: raise it."""
+        optional = sorted(k for k in call if k not in CONTRACT_KEYWORDS)
+        if not optional:
+            raise exc
+        try:
+            built = self.__wrapped__(*args, **{k: call[k] for k in call if k not in optional})
+        except Exception:
+            raise exc from None
+        LOG.info(
+            "factory %r raised %r with the options %s and builds without them; building "
+            "its adapters without them", self.__wrapped__, exc, optional,
+        )  # fmt: skip
+        with self._lock:
+            self.rejected.update(optional)
+        return built
 
     def __repr__(self) -> str:
         return repr(self.__wrapped__)

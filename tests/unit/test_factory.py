@@ -211,3 +211,35 @@ def test_a_refused_contract_keyword_or_an_unrelated_type_error_is_raised(
     with pytest.raises(TypeError, match=match):
         factory(object(), **kwargs)
     assert factory.rejected == set()
+
+
+class _Cooperative:
+    """A mixin chain that hands every keyword it does not know to ``object.__init__``."""
+
+    def __init__(self, connector: Any, *, stage_id: int, **kw: Any) -> None:
+        self.stage_id = stage_id
+        kw.pop("src_stage_id", None)
+        kw.pop("build_payload", None)
+        super().__init__(**kw)  # object.__init__() takes exactly one argument, if any is left
+
+
+def test_options_handed_down_to_object_init_are_left_out() -> None:
+    """Found outside the repo: a mixin adapter passing ``**options`` up its ``super()``
+    chain raised ``TypeError: object.__init__() takes exactly one argument``, which names
+    no keyword: the stress stage crashed ("please report it") and every explore run was
+    a factory error. Now the factory is built with the contract keywords alone."""
+    factory = LoadedFactory(_Cooperative)
+    made = factory(object(), stage_id=2, build_payload=None, put_tries=3, runtime=None)
+    assert isinstance(made, _Cooperative) and made.stage_id == 2
+    assert factory.rejected == {"put_tries", "runtime"}
+    assert accepted_options(factory, {"put_tries": 3, "join_timeout": 1.0}) == {"join_timeout": 1.0}
+
+
+def test_a_type_error_that_names_no_keyword_and_is_not_about_options_is_raised() -> None:
+    def broken(connector: Any, **options: Any) -> Any:
+        raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+
+    factory = LoadedFactory(broken)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        factory(object(), stage_id=1, put_tries=3)
+    assert factory.rejected == set()

@@ -149,7 +149,9 @@ class ControlledCondition:
             ctl.note_foreign(f"a Condition was made over a real lock ({lock!r})")
             raise ExplorerMisuse(
                 f"Condition({lock!r}): under the explorer a condition needs a lock from the "
-                "same runtime (runtime.Lock()), not a real threading lock"
+                "same runtime (runtime.Lock()), not a real threading lock (one made before "
+                "exploring: a default argument lock_factory=threading.Lock, a module-level "
+                "lock)"
             )
         self._ctl = ctl
         self.lock = lock
@@ -338,7 +340,10 @@ class ControlledRuntime:
     def Condition(self, lock: ControlledLock | None = None) -> ControlledCondition:
         if lock is None:
             lock = self.RLock()
-        return ControlledCondition(self.ctl, lock, f"{self._name('Cond')}({lock.name})")
+        # getattr: a real lock (a default argument bound at import) has no name, and the
+        # condition must get to say so (ExplorerMisuse) rather than fail here.
+        name = getattr(lock, "name", type(lock).__name__)
+        return ControlledCondition(self.ctl, lock, f"{self._name('Cond')}({name})")
 
     def Event(self) -> ControlledEvent:
         return ControlledEvent(self.ctl, self._name("Event"))
