@@ -243,3 +243,19 @@ def test_a_type_error_that_names_no_keyword_and_is_not_about_options_is_raised()
     with pytest.raises(TypeError, match="unsupported operand"):
         factory(object(), stage_id=1, put_tries=3)
     assert factory.rejected == set()
+
+
+def test_a_stage_crash_raised_by_the_factory_is_named_the_factory_s() -> None:
+    """A stage that dies of an exception from the user's factory says so (and how the
+    factory is called), not "the stage itself raised ... please report it"."""
+    from chunk_adapter.verify.worker import _raised_in_factory
+
+    def refuses(connector: Any, **options: Any) -> Any:
+        raise ValueError("no connector of that kind")
+
+    with pytest.raises(ValueError) as info:
+        LoadedFactory(refuses)(object(), stage_id=1)
+    assert _raised_in_factory(info.value)
+    with pytest.raises(KeyError) as other:
+        {}["suite"]  # noqa: B018  # the suite's own bug: not the factory's
+    assert not _raised_in_factory(other.value)

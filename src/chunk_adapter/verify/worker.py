@@ -23,7 +23,7 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
-from ..factory import load_factory
+from ..factory import LoadedFactory, load_factory
 from ..outcome import CheckResult, StageContext
 from .preflight import preflight
 from .stages import STAGES
@@ -165,19 +165,38 @@ def main(argv: list[str] | None = None) -> int:
         for result in stage.load()(factory, ctx):
             events.emit({"event": "result", **result.to_json()})
     except Exception as exc:
+        whose = (
+            f"the adapter's factory raised {type(exc).__name__}: {exc} while the {stage.name} "
+            "stage built an adapter — not a verdict on the adapter; the factory is called as "
+            "factory(connector, stage_id=..., src_stage_id=..., build_payload=...) plus the "
+            "optional keywords it takes (see the detail)"
+            if _raised_in_factory(exc)
+            else f"the {stage.name} stage itself raised {type(exc).__name__}: {exc} — not a "
+            "verdict on the adapter; please report it to chunk-adapter with the detail"
+        )
         crash = CheckResult(
             stage.name,
             "stage crashed",
             (),
             "inconclusive",
-            f"the {stage.name} stage itself raised {type(exc).__name__}: {exc} — not a "
-            "verdict on the adapter; please report it to chunk-adapter with the detail",
+            whose,
             detail=traceback.format_exc(),
             replay=f"{args.replay_prefix} --stage {stage.name}",
         )
         events.emit({"event": "result", **crash.to_json()})
     _finish(events, stage.name)
     return 0
+
+
+def _raised_in_factory(exc: BaseException) -> bool:
+    """Whether *exc* came up through the user's factory (a :class:`LoadedFactory` call)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "__call__" and code is LoadedFactory.__call__.__code__:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 if __name__ == "__main__":
