@@ -257,5 +257,5 @@ def test_a_stage_crash_raised_by_the_factory_is_named_the_factory_s() -> None:
         LoadedFactory(refuses)(object(), stage_id=1)
     assert _raised_in_factory(info.value)
     with pytest.raises(KeyError) as other:
-        {}["suite"]  # noqa: B018  # the suite's own bug: not the factory's
+        {}["suite"]  # the suite's own bug: not the factory's
     assert not _raised_in_factory(other.value)
