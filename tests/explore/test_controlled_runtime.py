@@ -249,6 +249,38 @@ def test_timed_waits_that_follow_virtual_time_are_not_an_uncontrolled_clock(shap
     assert kinds(ctl) == []
 
 
+def test_the_controlled_condition_and_event_have_threading_s_whole_api() -> None:
+    """Found outside the repo: ``concurrent.futures.wait()`` in a correct ``stop()`` takes
+    each future's condition with ``acquire()``, which the explorer's condition lacked; the
+    script died, the adapter ran on, and that was reported as a livelock (R17, exit 1)."""
+    seen: list[bool] = []
+
+    def program(rt: ControlledRuntime) -> None:
+        cond, event = rt.Condition(rt.Lock()), rt.Event()
+        assert cond.acquire()
+        cond.notifyAll()
+        cond.release()
+        event.set()
+        seen.append(event.isSet())
+
+    ctl = run_program(program)
+    assert kinds(ctl) == [] and seen == [True]
+
+
+def test_a_missing_attribute_of_the_explorer_s_stand_in_is_not_a_verdict() -> None:
+    def program(rt: ControlledRuntime) -> None:
+        rt.Event().no_such_method()  # type: ignore[attr-defined]
+
+    ctl = run_program(program)
+    assert kinds(ctl) == ["uncontrolled"]
+    assert "stand-in ControlledEvent" in ctl.failures[0].message
+
+    def user_bug(rt: ControlledRuntime) -> None:
+        object().no_such_method()  # type: ignore[attr-defined]
+
+    assert kinds(run_program(user_bug)) == ["script"]  # the adapter's own: still a failure
+
+
 def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
     from chunk_adapter.explore.stage import KIND_RULES, NOT_CONTROLLED
 
@@ -317,3 +349,18 @@ def test_random_strategy_is_reproducible_from_its_seed() -> None:
     again = [c.decisions for c in every_execution(program, RandomStrategy(seed=7, executions=5))]
     assert first == again
     assert len({tuple(d) for d in first}) > 1  # and the executions differ from each other
+
+
+def test_a_factory_default_put_tries_that_is_not_a_count_is_unknown() -> None:
+    """Found outside the repo: ``put_tries: int = 0`` meaning "the adapter's own default"
+    was taken as the tries, and the oracles refused it: the explore stage crashed."""
+    from typing import Any
+
+    from chunk_adapter.explore.execution import _put_tries
+
+    def zero(connector: Any, *, stage_id: int, put_tries: int = 0, **kw: Any) -> Any: ...
+
+    def five(connector: Any, *, stage_id: int, put_tries: int = 5, **kw: Any) -> Any: ...
+
+    assert _put_tries(zero, {}) is None
+    assert _put_tries(five, {}) == 5 and _put_tries(zero, {"put_tries": 2}) == 2

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-import traceback
 from collections.abc import Callable
 
 from . import real
@@ -31,7 +30,6 @@ from .tasks import (
     Aborted,
     Crawl,
     ExplorerMisuse,
-    FactoryFailed,
     Failure,
     Scheduler,
     Step,
@@ -43,6 +41,7 @@ from .tasks import (
     creeping_deadline,
     foreign,
     stuck,
+    task_failure,
 )
 
 __all__ = [
@@ -220,15 +219,8 @@ class Controller:
         except Aborted:
             task.state = TaskState.FINISHED
             return
-        except ExplorerMisuse as exc:
-            self._add_failure(Failure("uncontrolled", f"in thread {task.name!r}: {exc}"))
-        except FactoryFailed as exc:
-            self._add_failure(Failure("factory", str(exc)))
         except BaseException as exc:
-            kind = "script" if is_main else "crash"
-            what = "the scheduler script" if is_main else f"thread {task.name!r}"
-            detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            self._add_failure(Failure(kind, f"{what} raised {exc!r} at t={self.now:.4f}\n{detail}"))
+            self._add_failure(task_failure(exc, task.name, is_main, self.now))
         finally:
             self._by_ident.pop(ident, None)
         if is_main:

@@ -311,9 +311,10 @@ def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | No
         param = inspect.signature(factory).parameters.get("put_tries")
     except (TypeError, ValueError):
         return None
-    if param is None or not isinstance(param.default, int):
-        return None
-    return param.default
+    default = None if param is None else param.default
+    if isinstance(default, bool) or not isinstance(default, int) or default < 1:
+        return None  # not a count of tries (0 for "the adapter's own default"...): unknown
+    return default
 
 
 def _name_primitives(adapter: Any, prefix: str) -> None:

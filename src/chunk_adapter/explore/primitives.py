@@ -170,6 +170,14 @@ class ControlledCondition:
     ) -> None:
         self.lock.release()
 
+    # threading.Condition's whole public API: concurrent.futures.wait() takes each
+    # future's condition with acquire()/release(); notifyAll is the old name.
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self.lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self.lock.release()
+
     def _check_owner(self, what: str) -> Task:
         me = self._ctl.me()
         if self.lock.owner is not me:
@@ -229,6 +237,8 @@ class ControlledCondition:
     def notify_all(self) -> None:
         self.notify(len(self._waiters))
 
+    notifyAll = notify_all
+
     def __repr__(self) -> str:
         return f"<{self.name} waiters={[t.name for t in self._waiters]}>"
 
@@ -260,6 +270,8 @@ class ControlledEvent:
         self._ctl.switch_point(f"is_set {self.name}")
         self._ctl.touch(self.key, "r")
         return self._flag
+
+    isSet = is_set  # threading.Event's old name
 
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl

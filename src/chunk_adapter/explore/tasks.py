@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import traceback
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ __all__ = [
     "foreign",
     "livelock",
     "stuck",
+    "task_failure",
     "too_long",
     "waits_in_real_time",
 ]
@@ -135,6 +137,30 @@ def as_failure(found: str | Failure) -> Failure:
 
 
 # -- the failures the controller diagnoses itself ----------------------------------
+
+
+def task_failure(exc: BaseException, name: str, is_main: bool, now: float) -> Failure:
+    """What an exception a task died of means: the explorer could not control the adapter
+    (a real primitive where a controlled one was needed; the explorer's stand-in for a
+    ``threading`` object lacking what the adapter called), the factory failed, or the
+    script (``is_main``) or an adapter thread raised."""
+    if isinstance(exc, ExplorerMisuse):
+        return Failure("uncontrolled", f"in thread {name!r}: {exc}")
+    if isinstance(exc, FactoryFailed):
+        return Failure("factory", str(exc))
+    holder = getattr(exc, "obj", None) if isinstance(exc, AttributeError) else None
+    if holder is not None and type(holder).__module__.startswith(__package__ or "-"):
+        return Failure(
+            "uncontrolled",
+            f"in thread {name!r}: the explorer's stand-in {type(holder).__name__} for a "
+            f"threading object has no {getattr(exc, 'name', '?')!r} ({exc}): not a verdict "
+            "on the adapter; please report it to chunk-adapter",
+        )
+    what = "the scheduler script" if is_main else f"thread {name!r}"
+    detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return Failure(
+        "script" if is_main else "crash", f"{what} raised {exc!r} at t={now:.4f}\n{detail}"
+    )
 
 
 def stuck(running: str, last: str, wall_timeout: float) -> Failure:
