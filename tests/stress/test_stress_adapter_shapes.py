@@ -88,6 +88,15 @@ def test_the_hook_installed_before_still_sees_each_death(monkeypatch: pytest.Mon
     assert len(crashes) == 1 and seen == ["dies"]
 
 
+_CONTRACT = ("save_async", "cancel_sender", "load_async", "poll_ready", "cleanup_receiver", "stop")
+
+
+def _forward(front: Any, inner: ChunkAdapter) -> None:
+    """Give *front* the contract's methods of *inner* (an adapter in front of another)."""
+    for name in _CONTRACT:
+        setattr(front, name, getattr(inner, name))
+
+
 class _CountsPutTries:
     """Correct (the reference adapter inside); its ``put_tries`` is not the setting but a
     count of the puts tried so far, kept by a connector wrapper."""
@@ -105,12 +114,7 @@ class _CountsPutTries:
                 return getattr(connector, name)
 
         self._inner = ChunkAdapter(Counting(), **kwargs)
-        self.save_async = self._inner.save_async
-        self.cancel_sender = self._inner.cancel_sender
-        self.load_async = self._inner.load_async
-        self.poll_ready = self._inner.poll_ready
-        self.cleanup_receiver = self._inner.cleanup_receiver
-        self.stop = self._inner.stop
+        _forward(self, self._inner)
 
 
 @pytest.mark.rule("R10")
@@ -143,12 +147,7 @@ class _Front:
         )
         for name, value in self.shows.items():
             setattr(self, name, value)
-        self.save_async = self._inner.save_async
-        self.cancel_sender = self._inner.cancel_sender
-        self.load_async = self._inner.load_async
-        self.poll_ready = self._inner.poll_ready
-        self.cleanup_receiver = self._inner.cleanup_receiver
-        self.stop = self._inner.stop
+        _forward(self, self._inner)
 
 
 class _BackoffInMilliseconds(_Front):
