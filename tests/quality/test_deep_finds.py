@@ -144,7 +144,9 @@ class _RecentStreams450(_RecentStreams):
 
 
 @pytest.mark.rule("R24")
-@pytest.mark.parametrize("adapter", [_RecentStreams, _RecentStreams450])
+@pytest.mark.parametrize(
+    "adapter", [_RecentStreams, pytest.param(_RecentStreams450, marks=pytest.mark.slow)]
+)
 def test_a_bounded_record_cleared_when_full_is_not_state_kept(adapter: Any) -> None:
     """Found outside the repo: a record of 300 streams, cleared when full, made a sawtooth
     that two readings per window saw rising twice in the same phase: R24, exit 1."""
