@@ -173,10 +173,13 @@ def _stats(adapter: AdapterLike) -> dict[str, Any]:
 
 
 def _retained() -> int:
-    """Traced bytes in use after a full collection. One reading per batch: a background
-    thread's passing temporaries raise a reading, and the window keeps its lows."""
-    gc.collect()
-    return tracemalloc.get_traced_memory()[0]
+    """Traced bytes in use after a full collection: the least of three readings, so a
+    background thread's passing temporaries do not count."""
+    readings = []
+    for _ in range(3):
+        gc.collect()
+        readings.append(tracemalloc.get_traced_memory()[0])
+    return min(readings)
 
 
 def _window(p: _Pipeline) -> tuple[float, list[str]]:
