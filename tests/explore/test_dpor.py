@@ -195,7 +195,7 @@ def _bounded_dpor_agrees(seeds: range, bounds: tuple[int, ...]) -> None:
 
 
 def test_bounded_dpor_reaches_what_bounded_dfs_reaches_on_random_programs() -> None:
-    _bounded_dpor_agrees(range(30), (0, 1, 2))
+    _bounded_dpor_agrees(range(12), (0, 1, 2))  # seeds 5 and 7 need the rules (below)
 
 
 @pytest.mark.slow
