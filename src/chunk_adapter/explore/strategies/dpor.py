@@ -206,6 +206,7 @@ class DporStrategy(Strategy):
         # Locks, per step of this execution: the one it found free and took (None if
         # none), and who held each lock it touched when it ended; _owner: the lock's owner now.
         self._took: list[object] = []
+        self._taken_at: dict[object, int] = {}  # lock -> the last step that took it
         self._holding: list[dict[object, int] | None] = []
         self._owner: dict[object, int] = {}
 
@@ -228,6 +229,7 @@ class DporStrategy(Strategy):
         self.executions += 1
         self._events = []
         self._took = []
+        self._taken_at = {}
         self._holding = []
         self._owner = {}
         self._pos = 0
@@ -247,6 +249,8 @@ class DporStrategy(Strategy):
                     took = key  # it found the lock free and took it (and may have let it go)
                 owner[key] = after
         self._took.append(took)
+        if took is not None:
+            self._taken_at[took] = len(self._events) - 1
         self._holding.append(dict(held) if held else None)
         at = len(self._events) - 2  # the node that chose this step
         if 0 <= at < len(self._nodes) and self._nodes[at].chosen == tid:
@@ -367,12 +371,11 @@ class DporStrategy(Strategy):
         can cost more preemptions than the bound allows."""
         if self.preemption_bound is None:
             return
-        events, took = self._events, self._took
-        for m in range(len(events) - 1, 0, -1):
-            if events[m][0] == holder and took[m] == lock:
-                _plan_at(self._nodes[m - 1], tid)
-                self._plan_conservatively(m, tid)
-                return
+        # The holder holds the lock, so the last step that took it is the holder's.
+        m = self._taken_at.get(lock, -1)
+        if m >= 1 and self._events[m][0] == holder:
+            _plan_at(self._nodes[m - 1], tid)
+            self._plan_conservatively(m, tid)
 
     def _plan_conservatively(self, i: int, tj: int) -> None:
         """Under a preemption bound, also plan *tj* where step i's task was switched to
