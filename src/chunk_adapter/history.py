@@ -70,11 +70,17 @@ class History:
         self._records: list[Any] = []
         # One token per timed() call whose record is not appended yet.
         self._open: set[object] = set()
+        self.clock: Callable[[], float] | None = None
+        """When set (the explorer's virtual clock), each tick's time goes into :attr:`times`."""
+        self.times: dict[int, float] = {}
+        """``sequence number -> clock()`` at that tick, while :attr:`clock` is set."""
 
     def tick(self) -> int:
-        """Take the next sequence number."""
+        """Take the next sequence number (and note its time, with a :attr:`clock`)."""
         with self._lock:
             self._seq += 1
+            if self.clock is not None:
+                self.times[self._seq] = self.clock()
             return self._seq
 
     def append(self, record: Any) -> None:

@@ -1,16 +1,17 @@
 """The profiles, in one table: how much every part of the suite does under each name.
 
-=======  ======  ========  =====  ========  ========  ======  ======  ==============================
-profile  budget  examples  steps  liveness  explorer  proofs  stress  use
-=======  ======  ========  =====  ========  ========  ======  ======  ==============================
-quick    120 s   100       30     5 s       25        0       short   pre-commit, derandomized
-ci       240 s   150       40     10 s      60        0       all     default CI gate, derandomized
-hunt     1800 s  1000      60     10 s      2000      5       all     regression hunt, random seeds
-=======  ======  ========  =====  ========  ========  ======  ======  ==============================
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
+profile  budget  examples  steps  liveness  worlds  explorer  proofs  stress  use
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
+quick    120 s   100       30     5 s       150     25        0       short   pre-commit, derandomized
+ci       240 s   150       40     10 s      400     60        0       all     default CI gate, derandomized
+hunt     1800 s  1000      60     10 s      5000    2000      5       all     regression hunt, random seeds
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
 
 "budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
 bound on any single wait (a wait that runs out is a liveness violation);
+"worlds" how many generated worlds the ``simulate`` stage runs (``explore.simulate``);
 "explorer" the executions per library scenario and strategy; "proofs" how many
 of the explorer's proof scenarios (``explore.library.PROVE``, cheapest first,
 five in all) the explore stage tries to prove after its seeded runs; "stress"
@@ -71,6 +72,9 @@ class Profile:
     stress_all: bool = True
     """Every stress scenario; ``False``: one representative of each kind."""
     proofs: int = 0
+    sim_worlds: int = 400
+    """Generated worlds the ``simulate`` stage draws (each run once, or a few times under a
+    seeded PCT or random schedule): a count, so ``ci`` gives the same verdict every run."""
     """How many of the explorer's proof scenarios (``explore.library.PROVE``, cheapest
     first) the explore stage tries to prove after its seeded runs: all five under
     ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, and the ``ci``
@@ -86,9 +90,15 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25, stress_all=False),
+        Profile(
+            "quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25, stress_all=False,
+            sim_worlds=150,
+        ),
         Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
-        Profile("hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000, proofs=5),
+        Profile(
+            "hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000, proofs=5,
+            sim_worlds=5000,
+        ),
     )
 }
 

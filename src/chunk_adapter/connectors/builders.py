@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import InjectedFault
 from ..history import BuildCall, History
 from .gates import Gate, GateSet
+from .timed import TimedFaults
 
 __all__ = ["BuildFn", "GatedBuilder", "identity_build"]
 
@@ -57,6 +58,8 @@ class GatedBuilder:
         self._lock = threading.Lock()
         self._failures: list[list[Any]] = []  # [match, remaining]
         self.calls = 0
+        self.timed = TimedFaults()
+        """Build outages and slow builds by request id (:mod:`.timed`)."""
 
     def hold(
         self, request_id: str | None = None, *, predicate: BuildMatch | None = None, count: int = 1
@@ -87,7 +90,8 @@ class GatedBuilder:
 
     def _build(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
         self.gates.passage("build", request_id, snapshot, is_final)
-        if self._take_failure(request_id, snapshot, is_final):
+        failed = self.timed.before("build", request_id)
+        if self._take_failure(request_id, snapshot, is_final) or failed:
             raise InjectedFault(f"injected build failure for request {request_id!r}")
         return self.fn(request_id, snapshot, is_final)
 

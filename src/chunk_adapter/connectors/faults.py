@@ -5,7 +5,9 @@ Two kinds of fault, freely combined:
 * scripted, as :class:`FaultRule` ("fail the 2nd put of key k", "fail the next
   5 gets of any key"), given at construction or added later with ``fail_next``;
 * random, at a rate per operation, from a ``random.Random(seed)`` of its own,
-  so a run is reproduced by its seed.
+  so a run is reproduced by its seed;
+* in time, through :attr:`FaultyConnector.timed` (:mod:`.timed`): outages that
+  fail every matching call for a while, and slow calls.
 
 An injected fault raises :class:`~chunk_adapter.errors.InjectedFault` *before*
 the inner connector is called: a put that raised stored nothing, as the
@@ -22,6 +24,7 @@ from typing import Any, Literal
 
 from ..errors import InjectedFault, InvalidValue
 from .base import Connector, ConnectorWrapper
+from .timed import TimedFaults
 
 __all__ = ["FaultRule", "FaultyConnector"]
 
@@ -86,6 +89,8 @@ class FaultyConnector(ConnectorWrapper):
         self._rules: list[FaultRule] = []
         self._seen: list[int] = []  # matching calls seen so far, per rule
         self.injected: dict[str, int] = {"put": 0, "get": 0}
+        self.timed = TimedFaults()
+        """Outages and slow calls (:mod:`.timed`); real time unless given another clock."""
         for rule in rules:
             self.add_rule(rule)
 
@@ -109,6 +114,10 @@ class FaultyConnector(ConnectorWrapper):
                 self._rates["get"] = _check_rate("get", get)
 
     def _should_fail(self, op: Op, key: str) -> bool:
+        if self.timed.before(op, key):
+            with self._lock:
+                self.injected[op] += 1
+            return True
         with self._lock:
             fail = False
             for i, rule in enumerate(self._rules):

@@ -20,7 +20,7 @@ from .execution import Execution
 from .pipeline import Hop
 from .tasks import Failure
 
-__all__ = ["default_checker", "default_wrap"]
+__all__ = ["default_checker", "default_wrap", "owed_now"]
 
 
 def default_wrap() -> Callable[[Any, History], Any]:
@@ -63,6 +63,24 @@ def default_checker(execution: Execution) -> list[Failure]:
                     seen.add(message)
                     found.append(Failure("violation", message, v.rules))
     return found
+
+
+def owed_now(execution: Execution) -> bool:
+    """Whether the history up to ``execution.cut`` owes anything: a liveness violation
+    (one with no event that breaks it) on some hop, were the run quiescent there, and no
+    safety violation yet (that one fails the execution whatever arrives later)."""
+    hops = execution.hops or (None,)
+    owed = False
+    for hop in hops:
+        history = execution.history
+        if hop is not None and len(hops) > 1:
+            history = _hop_history(execution, hop)
+        part = history if execution.cut is None else _prefix(history, execution.cut)
+        for v in check(part, quiescent=True, put_tries=execution.put_tries):
+            if v.at is not None:
+                return False
+            owed = True
+    return owed
 
 
 _SENDING = ("save_async", "cancel_sender")

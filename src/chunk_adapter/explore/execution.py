@@ -32,6 +32,7 @@ from .scenario import Op, Scenario
 from .scenario_bed import ScenarioBed
 from .schedule import encode
 from .tasks import FactoryFailed, as_failure
+from .timing import CallClock, judged, latency_failures
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
@@ -168,9 +169,26 @@ def run_once(
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
+    stand.use_clock(runtime.monotonic, runtime.sleep)  # outages and pauses in virtual time
     history = stand.history
     options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
+
+    clock = CallClock(scenario, runtime.monotonic)  # R3 and R18 on the virtual clock
+    if judged(scenario):
+        history.clock = runtime.monotonic  # each record's virtual time (R17)
+
+    def owed() -> bool:
+        """Whether, were the run to stop now, something would still be owed (liveness)."""
+        from .checks import owed_now  # checks imports this module
+
+        probe = Execution(
+            scenario=scenario, schedule="", task_names=[], trace=[], steps=0,
+            virtual_time=ctl.now, history=history, cut=history.tick(),
+            put_tries=setup.put_tries(options), hops=tuple(hops(*scenario.layout)),
+            build_roles=stand.build_roles,
+        )  # fmt: skip
+        return owed_now(probe)
 
     def main() -> None:
         for m in stand.layout:
@@ -194,10 +212,10 @@ def run_once(
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
         stand.run_script(
-            settle=lambda: _settle(ctl, runtime, scenario),
+            settle=lambda: _settle(ctl, runtime, scenario, stand.faults_end, owed),
             note=ctl.note,
-            before=lambda op: _before(op, ctl),
-            after=lambda op: _after(op, ctl),
+            before=lambda op: _before(op, ctl, clock),
+            after=lambda op: _after(op, ctl, clock),
         )
 
     baseline = frozenset(sys._current_frames())
@@ -223,13 +241,18 @@ def run_once(
         options=options,
         # the options the adapter was built with: a refused put_tries= was left out
         put_tries=setup.put_tries({k: v for k, v in options.items() if setup.takes(k)}),
-        hops=tuple(hops(scenario.topology, scenario.stage_id)),
+        hops=tuple(hops(*scenario.layout)),
         build_roles=stand.build_roles,
         mode=setup.control.mode if setup.control else "white-box",
         pruned=ctl.pruned,
     )
     if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(as_failure(found) for found in setup.checker(execution))
+    execution.failures.extend(clock.failures)
+    if setup.checker is not None and not ctl.pruned and not ctl.failures:
+        # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
+        late = latency_failures(history, scenario, execution.hops, stand.cut)
+        execution.failures[:0] = late
     return execution
 
 
@@ -253,18 +276,20 @@ def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
             f = f.f_back
 
 
-def _before(op: Op, ctl: Controller) -> None:
-    """Note *op* in the trace; DPOR's footprints: the call is recorded (on its side of
-    the request's history), faults are armed."""
+def _before(op: Op, ctl: Controller, clock: CallClock) -> None:
+    """Note *op* in the trace and when it began; DPOR's footprints: the call is recorded
+    (on its side of the request's history), faults are armed."""
     ctl.note(str(op))
+    clock.before(op)
     if ctl.tracking:
         for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):
             ctl.touch(recorded, "w")
         ctl.touch(("faults", op.kind[5:]) if op.kind.startswith("fail_") else HIST_ALL, "r")
 
 
-def _after(op: Op, ctl: Controller) -> None:
-    """DPOR's footprints of a finished op."""
+def _after(op: Op, ctl: Controller, clock: CallClock) -> None:
+    """The op's timing (:mod:`.timing`); DPOR's footprints of a finished op."""
+    clock.after(op)
     if ctl.tracking:
         for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):
             ctl.touch(recorded, "w")
@@ -272,21 +297,44 @@ def _after(op: Op, ctl: Controller) -> None:
             ctl.touch(("faults", op.kind[5:]), "w")
 
 
-def _settle(ctl: Controller, runtime: ControlledRuntime, scenario: Scenario) -> None:
-    """Sleep (virtual time) until nothing happened for ``scenario.idle`` seconds."""
+def _settle(
+    ctl: Controller,
+    runtime: ControlledRuntime,
+    scenario: Scenario,
+    faults_end: Callable[[], float],
+    owed: Callable[[], bool],
+) -> None:
+    """Sleep (virtual time) until every outage and slow call has ended and then nothing
+    happened for ``scenario.idle`` seconds. With ``scenario.liveness``, go on while
+    something is still owed (a chunk saved and not put, put and not handed out), up to
+    that many virtual seconds after the faults ended: the liveness deadline."""
     quantum = scenario.idle / 4
-    start = last_change = ctl.now
-    seen = ctl.progress
-    while ctl.now - last_change < scenario.idle:
-        if ctl.now - start > scenario.settle_limit:
-            raise SettleTimeout(
-                f"settle(): still busy after {scenario.settle_limit} virtual seconds "
-                f"(progress counter {ctl.progress}); something keeps putting or building"
-            )
-        runtime.sleep(quantum)
-        ctl.touch(PROGRESS, "r")
-        if ctl.progress != seen:
-            seen, last_change = ctl.progress, ctl.now
+    deadline: float | None = None
+    while True:
+        end = faults_end()
+        if end > ctl.now:
+            runtime.sleep(end - ctl.now)  # the adapter's threads run meanwhile
+            continue
+        start = last_change = ctl.now
+        seen = ctl.progress
+        while ctl.now - last_change < scenario.idle:
+            if ctl.now - start > scenario.settle_limit:
+                raise SettleTimeout(
+                    f"settle(): still busy after {scenario.settle_limit} virtual seconds "
+                    f"(progress counter {ctl.progress}); something keeps putting or building"
+                )
+            runtime.sleep(quantum)
+            ctl.touch(PROGRESS, "r")
+            if ctl.progress != seen:
+                seen, last_change = ctl.progress, ctl.now
+        if faults_end() > ctl.now:
+            continue  # a slow call began while it was quiet
+        if not scenario.liveness:
+            return
+        if deadline is None:
+            deadline = ctl.now + scenario.liveness
+        if ctl.now >= deadline or not owed():
+            return
 
 
 def _factory_failed(factory: Any, member: Any, kwargs: dict[str, Any], exc: Exception) -> str:

@@ -56,18 +56,31 @@ class Hop:
         return f"{self.sender}->{self.receiver}"
 
 
-def members(topology: str, first_stage: int) -> list[Member]:
+def members(
+    topology: str, first_stage: int, stage_ids: tuple[int, ...] = (), default_src: bool = False
+) -> list[Member]:
+    """The members of *topology*: stages *stage_ids* if given, else from *first_stage* on.
+
+    A receiving member is given its ``src_stage_id``, unless *default_src* asks to leave it
+    to the factory's default where that reads the same stage (``stage_id - 1``).
+    """
     roles = TOPOLOGIES[topology]
+    stages = stage_ids or tuple(first_stage + i for i in range(len(roles)))
     if topology == "loopback":
-        return [Member(roles[0], first_stage, first_stage)]
-    return [
-        Member(role, first_stage + i, None if i == 0 else first_stage + i - 1)
-        for i, role in enumerate(roles)
-    ]
+        return [Member(roles[0], stages[0], stages[0])]
+    out = []
+    for i, role in enumerate(roles):
+        src = None if i == 0 else stages[i - 1]
+        if src is not None and src == stages[i] - 1 and default_src:
+            src = None  # the default reads it
+        out.append(Member(role, stages[i], src))
+    return out
 
 
-def hops(topology: str, first_stage: int) -> list[Hop]:
-    ms = members(topology, first_stage)
+def hops(
+    topology: str, first_stage: int, stage_ids: tuple[int, ...] = (), default_src: bool = False
+) -> list[Hop]:
+    ms = members(topology, first_stage, stage_ids, default_src)
     if len(ms) == 1:
         return [Hop(ms[0].role, ms[0].role, ms[0].stage_id)]
     return [Hop(a.role, b.role, a.stage_id) for a, b in itertools.pairwise(ms)]

@@ -1,5 +1,6 @@
-"""The explorer's kind of reproducer: ``explore:SCENARIO:SCHEDULE``
-(:mod:`chunk_adapter.reproducer`)."""
+"""The explorer's kinds of reproducer (:mod:`chunk_adapter.reproducer`):
+``explore:SCENARIO:SCHEDULE`` for a library scenario, ``sim:WORLD:SCHEDULE`` for a
+generated world (:mod:`.simulate`; the world written by :mod:`.codec`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any, TextIO
 from ..errors import InvalidValue
 from ..reproducer import Kind, register
 
-__all__ = ["EXPLORE"]
+__all__ = ["EXPLORE", "SIM"]
 
 
 def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
@@ -32,3 +33,24 @@ def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> in
 
 EXPLORE = register(Kind("explore", ("SCENARIO", "SCHEDULE"), _replay))
 """A library scenario (:data:`~.library.LIBRARY`) and a schedule (:mod:`.schedule`)."""
+
+
+def _replay_world(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
+    """The generated world under the recorded schedule, step for step; 1 if it fails."""
+    from .codec import decode
+    from .control import substitute_from_env
+    from .explorer import describe
+    from .simulate import replay_world
+
+    text, schedule = fields
+    world = decode(text)
+    execution = replay_world(world, schedule, factory, substitute=substitute_from_env() or "auto")
+    if execution.ok:
+        print(f"sim world under {schedule}: no failure ({execution.steps} steps)", file=out)
+        return 0
+    print(describe(execution, "replay", 1, spec), file=out)
+    return 1
+
+
+SIM = register(Kind("sim", ("WORLD", "SCHEDULE"), _replay_world))
+"""A generated world (:mod:`.codec`) and a schedule (:mod:`.schedule`)."""

@@ -14,14 +14,24 @@ Ops (``str(op)`` is how the trace and failure reports print them)::
     save(rid, obj, final=False)   cancel(rid)   load(rid)   poll()   cleanup(rid)
     fail_put(key=None, times=1)   fail_get(key=None, times=1)   fail_build(rid, times=1)
     settle()                      stop()        relay()
+    mutate(back=0, depth=0)       pause(seconds)
+    outage(what, key, seconds)    slow(what, key, seconds, times=1)
 
 Any adapter call takes ``on="sender" | "middle" | "receiver"`` to go to another
 member than its default (``load("r", on="middle")``).
 
 ``fail_*`` are fault decisions taken at that point of the script: the next
 *times* matching connector calls (or builds) raise ``InjectedFault``.
-``settle()`` lets the background threads run, in virtual time, until nothing
-has happened for ``Scenario.idle`` seconds.
+``settle()`` lets the background threads run, in virtual time, until every
+outage has ended and nothing has happened for ``Scenario.idle`` seconds after it.
+
+``outage(what, key, seconds)`` fails every ``what`` (``"put"``, ``"get"`` or
+``"build"``) on *key* (a request id for builds; ``None``: any) for *seconds* of
+virtual time from that point; ``slow(...)`` makes the next *times* such calls
+take *seconds* longer (:mod:`chunk_adapter.connectors.timed`). ``mutate(back,
+depth)`` changes, in place, the object of the latest save but *back*, at nesting
+*depth* (R4: what was sent must not change). ``pause(seconds)`` is the
+scheduler doing other work for *seconds* of virtual time.
 """
 
 from __future__ import annotations
@@ -60,7 +70,13 @@ _KINDS = (
     "settle",
     "stop",
     "relay",
+    "mutate",
+    "pause",
+    "outage",
+    "slow",
 )
+TIMED = ("put", "get", "build")
+"""What ``outage`` and ``slow`` apply to."""
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("sender", "receiver"),
     "three-stage": ("sender", "middle", "receiver"),
@@ -80,10 +96,23 @@ class Op:
     times: int = 1
     on: str | None = None
     """The member the call goes to (``"sender"``, ``"middle"``...); ``None``: the default."""
+    what: str | None = None
+    """``outage``/``slow``: ``"put"``, ``"get"`` or ``"build"``."""
+    seconds: float = 0.0
+    """``outage``/``slow``/``pause``: virtual seconds."""
+    back: int = 0
+    depth: int = 0
+    """``mutate``: the latest save but *back*, at nesting *depth*."""
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise InvalidValue(f"unknown scenario op {self.kind!r}; use one of {_KINDS}")
+        if self.kind in ("outage", "slow") and self.what not in TIMED:
+            raise InvalidValue(f"{self.kind}() is for one of {TIMED}, got what={self.what!r}")
+        if self.kind in ("outage", "slow", "pause") and not 0 < self.seconds < float("inf"):
+            raise InvalidValue(
+                f"{self.kind}() lasts a finite time > 0 virtual seconds, got {self.seconds!r}"
+            )
 
     def __str__(self) -> str:
         k, rid = self.kind, self.request_id
@@ -96,6 +125,14 @@ class Op:
             return f"{k}(key={self.key!r}, times={self.times})"
         if k == "fail_build":
             return f"fail_build({rid!r}, times={self.times}{on})"
+        if k == "outage":
+            return f"outage({self.what!r}, {self.key!r}, {self.seconds!r})"
+        if k == "slow":
+            return f"slow({self.what!r}, {self.key!r}, {self.seconds!r}, times={self.times})"
+        if k == "pause":
+            return f"pause({self.seconds!r})"
+        if k == "mutate":
+            return f"mutate(back={self.back}, depth={self.depth})"
         return f"{k}({on[2:]})"
 
 
@@ -140,6 +177,26 @@ def settle() -> Op:
     return Op("settle")
 
 
+def mutate(back: int = 0, depth: int = 0) -> Op:
+    """Change the object of the latest save but *back* in place, at nesting *depth*."""
+    return Op("mutate", back=back, depth=depth)
+
+
+def pause(seconds: float) -> Op:
+    """The scheduler thread does other work for *seconds* of virtual time."""
+    return Op("pause", seconds=seconds)
+
+
+def outage(what: str, key: str | None, seconds: float) -> Op:
+    """Every *what* (put/get/build) on *key* (None: any) fails for *seconds* from here."""
+    return Op("outage", key=key, what=what, seconds=seconds)
+
+
+def slow(what: str, key: str | None, seconds: float, times: int = 1) -> Op:
+    """The next *times* *what* calls on *key* (None: any) take *seconds* longer."""
+    return Op("slow", key=key, what=what, seconds=seconds, times=times)
+
+
 def stop(on: str | None = None) -> Op:
     return Op("stop", on=on)
 
@@ -167,6 +224,14 @@ class Scenario:
     idle: float = 0.25
     settle_limit: float = 20.0
     topology: str = "pipeline"
+    stage_ids: tuple[int, ...] = ()
+    """Each member's ``stage_id`` in topology order (``()``: ``stage_id``, ``stage_id + 1``...)."""
+    default_src: bool = False
+    """Leave a receiving member's ``src_stage_id`` to the factory's default where that reads
+    the stage before it (``False``: always given)."""
+    liveness: float = 0.0
+    """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
+    owed (0: it stops once quiet, as the library's scenarios always did)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):
@@ -191,6 +256,14 @@ class Scenario:
                     f"Scenario {self.name!r}: relay() needs a middle adapter; "
                     "use topology='three-stage'"
                 )
+        if self.stage_ids and (
+            len(self.stage_ids) != len(roles)
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.stage_ids)
+        ):
+            raise InvalidValue(
+                f"Scenario {self.name!r}: stage_ids={self.stage_ids!r} must give one stage id "
+                f"(an int >= 0) per member of a {self.topology}: {list(roles)}"
+            )
 
     @property
     def script(self) -> tuple[Op, ...]:
@@ -200,11 +273,21 @@ class Scenario:
         return (*self.ops, settle(), poll(), stop())
 
     @property
+    def layout(self) -> tuple[str, int, tuple[int, ...], bool]:
+        """``(topology, stage_id, stage_ids, default_src)``: what :func:`.pipeline.members`
+        lays the adapters out from."""
+        return (self.topology, self.stage_id, self.stage_ids, self.default_src)
+
+    @property
     def quiescent(self) -> bool:
         """Whether the script ends ``settle(), poll(), stop()``: everything that must
         have arrived has, when ``stop()`` begins."""
-        tail = [op.kind for op in self.script[-3:]]
-        return tail == ["settle", "poll", "stop"]
+        script = self.script
+        tail = [op.kind for op in script[-3:]]
+        # a stop() before the end may abandon queued work: nothing is owed after it
+        return tail == ["settle", "poll", "stop"] and all(
+            op.kind != "stop" for op in script[:-1]
+        )
 
     def to_python(self) -> str:
         """The scenario as Python (``from chunk_adapter.explore.scenario import *`` first)."""
@@ -220,6 +303,14 @@ class Scenario:
             extra += f", topology={self.topology!r}"
         if self.stage_id != 0:
             extra += f", stage_id={self.stage_id}"
+        if self.stage_ids:
+            extra += f", stage_ids={self.stage_ids!r}"
+        if self.default_src:
+            extra += ", default_src=True"
+        if self.idle != 0.25:
+            extra += f", idle={self.idle!r}"
+        if self.liveness:
+            extra += f", liveness={self.liveness!r}"
         return f"Scenario(\n    {self.name!r},\n    (\n        {ops},\n    ){extra},\n)"
 
     def __str__(self) -> str:

@@ -13,7 +13,9 @@ they pass in: the outer wrapper, how the adapters are made, and the hooks.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..bed.stack import Bed
@@ -60,7 +62,7 @@ class ScenarioBed:
         )
         self.history = self.bed.history
         self.connector = self.bed.wrap(outer)
-        self.layout: list[Member] = members(scenario.topology, scenario.stage_id)
+        self.layout: list[Member] = members(*scenario.layout)
         self.build_roles: dict[int, str] = {}
         """``id(BuildCall) -> role`` of the member whose builder recorded it."""
         self.builders = {
@@ -70,6 +72,25 @@ class ScenarioBed:
         self.adapters: dict[str, Any] = {}
         """``role -> adapter`` as driven (wrapped by the driver's *wrap*, if any)."""
         self.cut: int | None = None
+        self.saved: list[Any] = []
+        """The objects handed to ``save_async``, in order (``mutate()`` changes them)."""
+        self.sleep: Callable[[float], None] = self.bed.faulty.timed.sleep
+        self.clock: Callable[[], float] = self.bed.faulty.timed.clock
+
+    @property
+    def timed(self) -> list[Any]:
+        """Every :class:`~chunk_adapter.connectors.timed.TimedFaults` of this bed."""
+        return [self.bed.faulty.timed, *(b.timed for b in self.builders.values())]
+
+    def use_clock(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+        """Run timed faults and ``pause()`` on *clock* and *sleep* (the explorer's)."""
+        self.clock, self.sleep = clock, sleep
+        for timed in self.timed:
+            timed.use_clock(clock, sleep)
+
+    def faults_end(self) -> float:
+        """When the last outage or slow call started so far ends (``-inf``: none)."""
+        return max(timed.ends for timed in self.timed)
 
     def drive(self, member: Member, adapter: Any, wrap: Wrap | None) -> None:
         """Drive *adapter* as *member*: wrapped by *wrap*, named after its role when the
@@ -98,5 +119,70 @@ class ScenarioBed:
             after(op)
 
     def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> None:
-        """:func:`.pipeline.apply` on this bed's adapters, faults and builders."""
+        """:func:`.pipeline.apply` on this bed's adapters, faults and builders; the ops on
+        time and on saved objects here."""
+        kind = op.kind
+        if kind == "save":
+            obj = copy.deepcopy(op.obj)  # each run mutates its own
+            self.saved.append(obj)
+            op = replace(op, obj=obj)
+        elif kind == "mutate":
+            if self.saved:
+                target = self.saved[-1 - op.back % len(self.saved)]
+                note(f"  mutated {mutate_in_place(target, op.depth)}")
+            return
+        elif kind == "pause":
+            self.sleep(op.seconds)
+            return
+        elif kind in ("outage", "slow"):
+            self._timed_fault(op)
+            return
         apply(op, self.adapters, self.bed.faulty, self.builders, settle=settle, note=note)
+
+    def _timed_fault(self, op: Op) -> None:
+        what = str(op.what)
+        targets = (
+            [b.timed for b in self.builders.values()] if what == "build" else [self.bed.faulty.timed]
+        )
+        for timed in targets:
+            if op.kind == "outage":
+                timed.outage(what, op.key, op.seconds)
+            else:
+                timed.slow(what, op.key, op.seconds, op.times)
+
+
+def mutate_in_place(obj: Any, depth: int) -> str:
+    """Change *obj* in place at nesting *depth* (or the deepest container above it);
+    returns where. What cannot be changed in place (a number, a string) is left alone."""
+    path = "obj"
+    target = obj
+    for _ in range(depth):
+        inner = _child(target)
+        if inner is None:
+            break
+        key, target = inner
+        path += f"[{key!r}]"
+    if isinstance(target, list):
+        target.append("mutated")
+    elif isinstance(target, dict):
+        target["mutated"] = True
+    elif isinstance(target, bytearray):
+        target.extend(b"!")
+    elif isinstance(target, set):
+        target.add("mutated")
+    else:
+        return f"nothing (a {type(target).__name__} at {path})"
+    return path
+
+
+def _child(container: Any) -> tuple[Any, Any] | None:
+    """The first element of *container* that is itself a mutable container."""
+    items: list[tuple[Any, Any]] = []
+    if isinstance(container, list):
+        items = list(enumerate(container))
+    elif isinstance(container, dict):
+        items = list(container.items())
+    for key, value in items:
+        if isinstance(value, (list, dict, bytearray, set)):
+            return key, value
+    return None

@@ -91,7 +91,7 @@ def run_threads(
         cut=stand.cut,
         options=options,
         put_tries=_put_tries(factory, options),
-        hops=tuple(hops(scenario.topology, scenario.stage_id)),
+        hops=tuple(hops(*scenario.layout)),
         build_roles=stand.build_roles,
     )
     run.failures += default_checker(execution)

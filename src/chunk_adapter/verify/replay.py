@@ -6,6 +6,8 @@ this module imports the drivers' kinds so that every one of them is known:
 
 ``explore:SCENARIO:SCHEDULE``
     the explorer's library scenario under the recorded schedule, step for step;
+``sim:WORLD:SCHEDULE``
+    a generated world (the ``simulate`` stage's) under the recorded schedule;
 ``stateful:PROFILE:BLOB``
     the state machine's shrunk example (Hypothesis's ``@reproduce_failure`` blob);
 ``stateful:PROFILE:steps.DATA``
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ..explore.reproduce import EXPLORE
+from ..explore.reproduce import EXPLORE, SIM
 from ..factory import load_factory
 from ..reproducer import Kind, forms, parse
 from ..stateful.reproduce import STATEFUL
@@ -26,7 +28,7 @@ from ..stress.reproduce import STRESS
 
 __all__ = ["KINDS", "forms", "replay_string"]
 
-KINDS: tuple[Kind, ...] = (EXPLORE, STATEFUL, STRESS)
+KINDS: tuple[Kind, ...] = (EXPLORE, SIM, STATEFUL, STRESS)
 """The kinds ``chunk-adapter replay`` reads (importing them registers them)."""
 
 

@@ -75,6 +75,13 @@ STAGES: tuple[Stage, ...] = (
         "chunk_adapter.stress.stage:plan",
     ),
     Stage(
+        "simulate",
+        "chunk_adapter.explore.sim_stage:run_stage",
+        0.45,
+        "generated worlds in virtual time",
+        "chunk_adapter.explore.sim_stage:plan",
+    ),
+    Stage(
         "stateful",
         "chunk_adapter.stateful.stage:run_stage",
         0.45,
@@ -89,8 +96,8 @@ STAGES: tuple[Stage, ...] = (
         "chunk_adapter.explore.stage:plan",
     ),
 )
-"""Cheapest first: on the reference adapter examples take ~2 s, stress ~5 s,
-the machines ~10-20 s and the explorer the rest of the budget."""
+"""Cheapest first: on the reference adapter examples take ~2 s, stress ~5 s, the
+generated worlds ~30 s, the machines ~10-20 s and the explorer the rest of the budget."""
 
 
 def stage_names() -> list[str]:

@@ -1,0 +1,115 @@
+"""Faults in time: outages and slow calls, on any clock.
+
+:class:`TimedFaults` is what :class:`~.faults.FaultyConnector` (puts and gets)
+and :class:`~.builders.GatedBuilder` (builds) consult before each call:
+
+* an **outage** makes every matching call that starts in ``[start, end)``
+  fail (the wrapper raises ``InjectedFault``), however many there are;
+* a **slow** entry makes the next *times* matching calls take *seconds*
+  longer (the wrapper sleeps before the call).
+
+Times are read from ``clock`` and slept with ``sleep``: real time by default;
+the explorer passes its virtual clock and sleep, so a 60-second outage costs no
+wall time and replays exactly (:meth:`TimedFaults.use_clock`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import InvalidValue
+
+__all__ = ["TimedFaults"]
+
+
+@dataclass
+class _Window:
+    op: str
+    key: str | None  # None: any key (or request id, for builds)
+    start: float
+    end: float
+
+
+@dataclass
+class _Slow:
+    op: str
+    key: str | None
+    seconds: float
+    times: int
+
+
+class TimedFaults:
+    """Outages and slow calls for one wrapper (module doc)."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.clock, self.sleep = clock, sleep
+        # Guards _windows and _slow: every call consults them. Never held while
+        # sleeping or calling the wrapped connector; nobody waits on it.
+        self._lock = threading.Lock()
+        self._windows: list[_Window] = []
+        self._slow: list[_Slow] = []
+        self._busy_until = float("-inf")  # when the slow calls begun so far end
+
+    def use_clock(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
+        """Read time from *clock* and wait with *sleep* from now on (the explorer's)."""
+        self.clock, self.sleep = clock, sleep
+
+    def outage(self, op: str, key: str | None, seconds: float) -> float:
+        """Fail every *op* call (on *key*, or any) for *seconds* from now; returns the end."""
+        _check(op, seconds)
+        start = self.clock()
+        with self._lock:
+            self._windows.append(_Window(op, key, start, start + seconds))
+        return start + seconds
+
+    def slow(self, op: str, key: str | None, seconds: float, times: int = 1) -> None:
+        """Make the next *times* *op* calls (on *key*, or any) take *seconds* longer."""
+        _check(op, seconds)
+        if times < 1:
+            raise InvalidValue(f"slow(): times counts calls from 1, got times={times!r}")
+        with self._lock:
+            self._slow.append(_Slow(op, key, seconds, times))
+
+    @property
+    def ends(self) -> float:
+        """When the last outage, or the last slow call begun so far, ends (the clock's
+        time; ``-inf`` with none)."""
+        with self._lock:
+            return max([self._busy_until, *(w.end for w in self._windows)])
+
+    def before(self, op: str, key: str) -> bool:
+        """Called before each *op* call on *key*: waits out a slow entry, then says
+        whether an outage fails the call."""
+        with self._lock:
+            if not self._windows and not self._slow:
+                return False
+            delay = 0.0
+            for slow in self._slow:
+                if slow.times > 0 and slow.op == op and slow.key in (None, key):
+                    slow.times -= 1
+                    delay = slow.seconds
+                    break
+            if delay > 0:
+                self._busy_until = max(self._busy_until, self.clock() + delay)
+        if delay > 0:
+            self.sleep(delay)
+        now = self.clock()
+        with self._lock:
+            return any(
+                w.op == op and w.key in (None, key) and w.start <= now < w.end
+                for w in self._windows
+            )
+
+
+def _check(op: str, seconds: float) -> None:
+    if op not in ("put", "get", "build"):
+        raise InvalidValue(f"a timed fault is for 'put', 'get' or 'build', got op={op!r}")
+    if not seconds > 0 or seconds == float("inf"):
+        raise InvalidValue(f"a timed fault lasts a finite time > 0 s, got seconds={seconds!r}")

@@ -1,0 +1,240 @@
+"""The ``simulate`` stage of ``chunk-adapter verify``: generated worlds (:mod:`.simulate`).
+
+It runs a fixed count of generated worlds per profile (``Profile.sim_worlds``),
+derandomized under ``quick`` and ``ci`` (the same worlds and the same verdict on
+every run) and random, saved to the example database, under ``hunt``. A red
+must mean a bug, so a failing world is reported only once it is
+
+* **shrunk** (world and schedule together, to the fewest scheduler ops that
+  still fail with the same root rule),
+* **replayed** from its replay string on a fresh adapter and seen to fail the
+  same way again, and
+* **passed by the reference adapter** (twenty random schedules of the same
+  world): a world the reference fails too is the suite judging wrongly, and
+  says so, *inconclusive*.
+
+A thread the explorer cannot control, or a run that ends before its worlds,
+is *inconclusive* with the reason and its coverage, never a violation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import InvalidValue
+from ..factory import AdapterFactory, calibration_reference, declares_keyword, reference_factory
+from ..outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
+from ..profiles import current_profile, example_database
+from .codec import encode
+from .control import plan_control
+from .execution import Execution
+from .explorer import describe
+from .reproduce import SIM
+from .scenario import Scenario
+from .simulate import Found, Simulation, reference_fails, replay_world, signature, simulate
+from .stage import _first_line, _rules
+
+__all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
+
+CHECK = "generated worlds"
+RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 24) if i != 21)
+"""What a generated world can find broken: every rule a history, the virtual clock or the
+explorer can show (R21 is bad input, which no world passes; R24 is memory)."""
+RESERVE = 0.2
+"""Share of the stage's time kept for confirming a failure and running the reference."""
+
+
+def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
+    return [(CHECK, RULES)]
+
+
+def _options(factory: AdapterFactory) -> Any:
+    """A world's options as this factory gets them: ``put_tries`` (which the oracles judge
+    R10 by) only where the factory surely passes it on (it names it)."""
+    sure = declares_keyword(factory, "put_tries") or factory is reference_factory
+
+    def keep(options: dict[str, Any]) -> dict[str, Any]:
+        if not sure:
+            options.pop("put_tries", None)
+        return options
+
+    return keep
+
+
+def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
+    """The profile's count of generated worlds, each run once in virtual time."""
+    if not ctx.wants(CHECK):
+        return
+    ctx.announce(CHECK)
+    try:
+        control = plan_control(
+            factory, tuple(ctx.substitute), timeout=max(1.0, min(10.0, ctx.left() / 10))
+        )
+    except InvalidValue as exc:
+        yield CheckResult("simulate", CHECK, (), "inconclusive", str(exc), coverage="not started")
+        return
+    profile = current_profile(ctx.profile)
+    planned = profile.sim_worlds
+    keep = max(5.0, ctx.left() * RESERVE)
+    wall = max(2.0, min(10.0, ctx.left() / 10))
+    sim = simulate(
+        factory,
+        examples=planned,
+        deadline=time.monotonic() + ctx.left() - keep,
+        derandomize=profile.derandomize,
+        seed=ctx.seed,
+        database=None if profile.derandomize else example_database(),
+        database_key=f"chunk-adapter:sim:{ctx.adapter_spec}".encode(),
+        wall_timeout=wall,
+        substitute=tuple(ctx.substitute) or "auto",
+        options=_options(factory),
+    )
+    coverage = _coverage(sim, planned)
+    if sim.stopped is not None:
+        why = next(f for f in sim.stopped.failures if f.kind in ("uncontrolled", "diverged", "factory"))
+        yield CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
+            f"(control: {control.describe()})",
+            detail=_describe(sim.stopped, ctx), seconds=sim.seconds, coverage=coverage,
+        )  # fmt: skip
+        return
+    if sim.found is None:
+        yield _no_failure(sim, planned, coverage)
+        return
+    yield _judge(sim, factory, ctx, wall, coverage)
+
+
+def _coverage(sim: Simulation, planned: int) -> str:
+    skipped = sum(sim.skipped.values())
+    why = ", ".join(f"{n} {k}" for k, n in sorted(sim.skipped.items()))
+    text = f"{sim.worlds} of {planned} worlds ({sim.executions} executions)"
+    return text + (f"; {skipped} skipped ({why})" if skipped else "")
+
+
+def _no_failure(sim: Simulation, planned: int, coverage: str) -> CheckResult:
+    skipped = sum(sim.skipped.values())
+    if sim.out_of_time:
+        return CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"no failure in {sim.worlds} worlds, but the time budget ran out before the "
+            f"{planned} planned; give verify more time (--max-seconds) to run them all",
+            seconds=sim.seconds, coverage=coverage + " (time budget)",
+        )  # fmt: skip
+    if skipped > sim.worlds:
+        return CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"no failure, but most worlds could not be run to their end ({skipped} of "
+            f"{skipped + sim.worlds}: {dict(sim.skipped)}); the adapter may poll far faster "
+            "than every 1 ms, or keep putting without end",
+            seconds=sim.seconds, coverage=coverage,
+        )  # fmt: skip
+    return CheckResult(
+        "simulate", CHECK, RULES, "pass",
+        f"no violation in {sim.worlds} generated worlds ({sim.executions} executions in "
+        f"virtual time, {sim.seconds:.1f} s)",
+        seconds=sim.seconds, coverage=coverage,
+    )  # fmt: skip
+
+
+def _judge(
+    sim: Simulation, factory: AdapterFactory, ctx: StageContext, wall: float, coverage: str
+) -> CheckResult:
+    """Confirm the smallest failing world (module doc) and build the result."""
+    assert sim.found is not None and sim.first is not None
+    start = time.monotonic()
+    substitute = tuple(ctx.substitute) or "auto"
+    confirmed: Found | None = None
+    for candidate in (sim.found, sim.first):
+        again = replay_world(
+            candidate.world, candidate.execution.schedule, factory,
+            wall_timeout=wall, substitute=substitute,
+        )  # fmt: skip
+        if again.failures and signature(again.failures) == signature(candidate.execution.failures):
+            confirmed = candidate
+            break
+    seconds = sim.seconds + time.monotonic() - start
+    failed = (confirmed or sim.found).execution
+    first = failed.failures[0]
+    world = (confirmed or sim.found).world
+    command = SIM.command(encode(world), failed.schedule, adapter_spec=ctx.adapter_spec)
+    if confirmed is None:
+        return CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"[{first.kind}] did not reproduce on replay: nondeterminism outside the "
+            f"explorer's control (real time, a thread it does not run, randomness in the "
+            f"adapter); first run: {_first_line(first.message)}",
+            detail=_describe(failed, ctx), replay=command, seconds=seconds,
+            confirmation="replayed: did not fail the same way", coverage=coverage,
+        )  # fmt: skip
+    confirmation = "replayed once: failed again"
+    if calibration_reference(factory) is not None:
+        bad = reference_fails(world, wall_timeout=wall)
+        seconds = sim.seconds + time.monotonic() - start
+        if bad is not None:
+            return CheckResult(
+                "simulate", CHECK, (), "inconclusive",
+                "not a verdict on the adapter: the reference adapter fails the same world "
+                f"([{bad.failures[0].kind}] {_first_line(bad.failures[0].message)}), so the "
+                "suite judged this world wrongly; please report it with the replay string. "
+                f"The adapter's failure: {_first_line(first.message)}",
+                detail=_describe(failed, ctx), replay=command, seconds=seconds,
+                confirmation=confirmation, coverage=coverage,
+            )  # fmt: skip
+        confirmation += REFERENCE_PASSED
+    ops = _sizes(sim)
+    return CheckResult(
+        "simulate", CHECK, _rules(failed.failures), "fail",
+        f"[{first.kind}] {_first_line(first.message)}",
+        detail=_describe(failed, ctx, world, ops), replay=command, seconds=seconds,
+        confirmation=confirmation, coverage=coverage,
+        extra={"scheduler_ops": confirmed.size[0], "first_ops": sim.first.size[0]},
+    )  # fmt: skip
+
+
+def _sizes(sim: Simulation) -> str:
+    assert sim.found is not None and sim.first is not None
+    return (
+        f"shrunk from {sim.first.size[0]} scheduler ops ({sim.first.size[1]} ops with faults "
+        f"and pauses) to {sim.found.size[0]} ({sim.found.size[1]})"
+    )
+
+
+def _describe(
+    execution: Execution, ctx: StageContext, world: Scenario | None = None, sizes: str = ""
+) -> str:
+    parts = [describe(execution, "a generated world", 1, ctx.adapter_spec)]
+    if world is not None:
+        parts += [
+            "",
+            f"The world ({sizes}), as a test to paste into `tests/test_world.py` (it fails "
+            "while the bug is there):",
+            f"{PASTE_BEGIN}test_world.py -----",
+            as_pytest(world, execution.schedule, ctx.adapter_spec, _rules(execution.failures)),
+            PASTE_END,
+        ]
+    return "\n".join(parts)
+
+
+def as_pytest(world: Scenario, schedule: str, adapter_spec: str, rules: tuple[str, ...]) -> str:
+    """*world* under *schedule* as a pytest test that fails while the bug is there."""
+    name = "_".join(rules[:1]) or "world"
+    body = world.to_python().replace("\n", "\n    ")
+    return "\n".join(
+        [
+            "import pytest",
+            "",
+            "from chunk_adapter.explore.scenario import *  # noqa: F403",
+            "from chunk_adapter.explore.simulate import replay_world",
+            "from chunk_adapter.factory import load_factory",
+            "",
+            "",
+            f"@pytest.mark.rule({rules[0]!r})" if rules else "",
+            f"def test_generated_world_{name}() -> None:",
+            f"    world = {body}",
+            f"    execution = replay_world(world, {schedule!r}, load_factory({adapter_spec!r}))",
+            '    assert execution.ok, "\\n".join(f"[{f.kind}] {f.message}" for f in execution.failures)',
+        ]
+    )

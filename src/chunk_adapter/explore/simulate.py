@@ -1,0 +1,299 @@
+"""Generated simulation: whole worlds run in virtual time, judged, shrunk and replayed.
+
+In the spirit of FoundationDB's simulation testing and TigerBeetle's VOPR,
+:func:`simulate` lets Hypothesis draw a whole world (:mod:`.worlds`: the
+topology and configuration, the scheduler's program, the faults in virtual
+time) and an interleaving for it (sparse preemptions or PCT), and runs it on the
+explorer's controlled runtime (:func:`.execution.run_once`): a 60-second outage
+costs no wall time. Every execution is judged by the contract oracles, on the
+whole history and at the quiescent cut before the final ``stop()``, where
+liveness is judged against a virtual deadline (``Scenario.liveness``); a
+scheduler call that took virtual time waited (R3). The explorer adds its own
+verdicts: deadlock, livelock, a hang in ``stop()``, a crashed thread.
+
+A failing world shrinks, world and schedule together, to the smallest world that
+fails the same way (the same root rule). It is then **confirmed**: replayed on a
+fresh adapter from its replay string, it must fail the same way again; and run
+on the reference adapter, it must pass (else the suite judged wrongly: never a
+red). What cannot be decided is counted, never a verdict: a world that outgrew
+the step budget is skipped; a thread the explorer cannot control ends the run
+as *inconclusive*.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, find, settings
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
+from hypothesis.errors import HypothesisException
+
+from ..factory import AdapterFactory, reference_factory
+from .checks import default_checker, default_wrap
+from .controller import Failure
+from .execution import Execution, Setup, prepared, run_once
+from .scenario import Scenario
+from .strategies import DrawnStrategy, PctStrategy, RandomStrategy, ReplayStrategy, Strategy
+from .worlds import schedules_for_worlds, usage, worlds
+
+__all__ = ["NOT_A_VERDICT", "Found", "Simulation", "scheduler_ops", "signature", "simulate"]
+
+NOT_A_VERDICT = ("uncontrolled", "diverged", "factory", "too long", "script")
+"""Failure kinds that say nothing about the contract: the run was not under control, or
+the world could not be run to its end (skipped and counted)."""
+_STOPS_THE_RUN = ("uncontrolled", "diverged", "factory")
+"""Of those, the ones no other world would escape either: the run ends inconclusive."""
+
+SchedulePick = tuple[str, int, tuple[int, ...]]
+
+
+@dataclass
+class Found:
+    """A failing world and the execution that failed it."""
+
+    world: Scenario
+    execution: Execution
+    pick: SchedulePick = ("drawn", 0, ())
+    """How its interleavings were chosen (the same pick replays a smaller world too)."""
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (scheduler_ops(self.world), len(self.world.ops))
+
+
+@dataclass
+class Simulation:
+    """What :func:`simulate` did."""
+
+    worlds: int = 0
+    """Worlds run to a verdict (passing or failing)."""
+    skipped: Counter[str] = field(default_factory=Counter)
+    """Worlds with no verdict, by the reason (``too long``, ``script``)."""
+    first: Found | None = None
+    """The first failing world, as drawn."""
+    found: Found | None = None
+    """The smallest world that failed the same way (shrunk)."""
+    stopped: Execution | None = None
+    """An execution the explorer could not control: the run stopped there."""
+    out_of_time: bool = False
+    seconds: float = 0.0
+    executions: int = 0
+
+
+def scheduler_ops(world: Scenario) -> int:
+    """The scheduler's calls in *world*'s program (faults, pauses and settles not counted)."""
+    return sum(
+        op.kind in ("save", "cancel", "load", "poll", "cleanup", "relay", "stop", "mutate")
+        for op in world.ops
+    )
+
+
+def signature(failures: list[Failure]) -> str:
+    """What "the same failure" means: the root rule of the first violation, else its kind."""
+    first = failures[0]
+    if first.kind == "violation":
+        return first.rules[0] if first.rules else first.message.split(":", 1)[0]
+    return first.kind
+
+
+SEEDED_RUNS = (2, 12)
+"""Executions of a world under a seeded pick (PCT or random), the first that fails counting:
+``32 // scheduler ops`` within these bounds. A small world's executions are short, and a
+race needs fewer of its steps to line up: it gets more schedules for the same time."""
+
+
+def seeded_runs(world: Scenario) -> int:
+    low, high = SEEDED_RUNS
+    return max(low, min(high, 32 // max(1, scheduler_ops(world))))
+
+
+def strategy_for(pick: SchedulePick, world: Scenario) -> Strategy:
+    """The scheduler a drawn pick stands for (:func:`.worlds.schedules_for_worlds`)."""
+    kind, seed, choices = pick
+    if kind == "pct":
+        return PctStrategy(seed=seed, depth=3, executions=seeded_runs(world))
+    if kind == "random":
+        return RandomStrategy(seed=seed, executions=seeded_runs(world))
+    return DrawnStrategy(choices)
+
+
+def run_world(world: Scenario, strategy: Strategy, setup: Setup) -> list[Execution]:
+    """Every execution of *world* under *strategy*, up to the first that fails (inside
+    ``prepared(setup)``)."""
+    done: list[Execution] = []
+    while strategy.start_execution():
+        execution = run_once(world, strategy, setup, every_step=strategy.every_step)
+        done.append(execution)
+        if execution.failures:
+            break
+    return done
+
+
+def sim_setup(
+    factory: AdapterFactory, *, wall_timeout: float, max_steps: int, substitute: Any = "auto"
+) -> Setup:
+    """How every world's execution is built and judged."""
+    return Setup(
+        factory=factory,
+        checker=default_checker,
+        max_steps=max_steps,
+        wall_timeout=wall_timeout,
+        substitute=substitute or "auto",
+        wrap=default_wrap(),
+    )
+
+
+class _Stop(Exception):
+    """Ends the search: an execution the explorer could not control."""
+
+
+def simulate(
+    factory: AdapterFactory,
+    *,
+    examples: int,
+    deadline: float,
+    derandomize: bool = True,
+    seed: int = 0,
+    database: ExampleDatabase | None = None,
+    database_key: bytes = b"chunk-adapter:sim",
+    wall_timeout: float = 10.0,
+    max_steps: int = 30_000,
+    substitute: Any = "auto",
+    options: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o,
+) -> Simulation:
+    """Draw up to *examples* worlds and run each once; shrink the first failure.
+
+    *deadline* is a ``time.monotonic()`` value: no world starts after it (shrinking
+    then stops where it is). *options* filters each world's adapter options (the
+    stage keeps only those the adapter surely gets where the oracles read them).
+    """
+    sim = Simulation()
+    setup = sim_setup(factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute)
+    target: list[str] = []
+    start = time.monotonic()
+
+    def fails(pair: tuple[Scenario, SchedulePick]) -> bool:
+        if time.monotonic() > deadline:
+            sim.out_of_time = True
+            return False
+        world, pick = pair
+        world = replace(world, options=options(dict(world.options)))
+        runs = run_world(world, strategy_for(pick, world), setup)
+        sim.executions += len(runs)
+        execution = runs[-1]
+        if not execution.failures:
+            sim.worlds += sim.first is None
+            return False
+        kinds = {f.kind for f in execution.failures}
+        if kinds & set(_STOPS_THE_RUN):
+            sim.stopped = execution
+            raise _Stop
+        if kinds & set(NOT_A_VERDICT):
+            if sim.first is None:
+                sim.skipped[next(k for k in NOT_A_VERDICT if k in kinds)] += 1
+            return False
+        found = Found(world, execution, pick)
+        sig = signature(execution.failures)
+        if not target:
+            target.append(sig)
+            sim.worlds += 1
+            sim.first = sim.found = found
+        if sig != target[0]:
+            return False
+        assert sim.found is not None
+        if found.size < sim.found.size:
+            sim.found = found
+        return True
+
+    chosen = settings(
+        max_examples=examples,
+        derandomize=derandomize,
+        database=None if derandomize else database,
+        deadline=None,
+        phases=(Phase.generate, Phase.shrink) if derandomize else tuple(Phase),
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+    )
+    with prepared(setup):
+        try:
+            find(
+                st.tuples(worlds(), schedules_for_worlds()),
+                fails,
+                settings=chosen,
+                random=None if derandomize else random.Random(seed),
+                database_key=database_key,
+            )
+        except (_Stop, HypothesisException):
+            pass  # no failing world (NoSuchExample), or stopped: what was seen is in sim
+        if sim.found is not None and sim.stopped is None:
+            try:
+                _reduce(sim, fails, deadline)
+            except _Stop:
+                pass
+    sim.seconds = time.monotonic() - start
+    return sim
+
+
+REDUCE_RUNS = 300
+"""At most this many worlds are tried when the found one is reduced further."""
+
+
+def _reduce(
+    sim: Simulation, fails: Callable[[tuple[Scenario, SchedulePick]], bool], deadline: float
+) -> None:
+    """Shrink the found world further, op by op (delta debugging: remove blocks of ops,
+    halving the block size, while it still fails the same way under the same pick).
+    Hypothesis shrinks the draws; a program interleaved from several request lanes
+    shrinks better by its ops."""
+    tries = 0
+    size = len(sim.found.world.ops) if sim.found else 0
+    block = max(1, size // 2)
+    while sim.found is not None and block >= 1 and tries < REDUCE_RUNS:
+        found, i, removed = sim.found, 0, False
+        while i < len(found.world.ops) and tries < REDUCE_RUNS:
+            if time.monotonic() > deadline:
+                return
+            ops = list(found.world.ops)
+            candidate = replace(found.world, ops=tuple(usage(ops[:i] + ops[i + block :])))
+            tries += 1
+            if candidate.ops != found.world.ops and fails((candidate, found.pick)):
+                found, removed = sim.found, True  # fails() kept it: it is smaller
+                continue
+            i += block
+        if not removed:
+            block //= 2
+
+
+def replay_world(
+    world: Scenario,
+    schedule: str,
+    factory: AdapterFactory,
+    *,
+    wall_timeout: float = 10.0,
+    max_steps: int = 30_000,
+    substitute: Any = "auto",
+) -> Execution:
+    """*world* once more under the recorded *schedule*, on a fresh adapter."""
+    setup = sim_setup(factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute)
+    with prepared(setup):
+        return run_world(world, ReplayStrategy(schedule), setup)[-1]
+
+
+def reference_fails(world: Scenario, *, runs: int = 20, wall_timeout: float = 10.0) -> Execution | None:
+    """The first execution of *world* on the reference adapter, under *runs* random
+    schedules, that fails with a verdict (the suite would be judging wrongly), or ``None``."""
+    setup = sim_setup(reference_factory, wall_timeout=wall_timeout, max_steps=30_000)
+    strategy = RandomStrategy(seed=0, executions=runs)
+    with prepared(setup):
+        while strategy.start_execution():
+            execution = run_once(world, strategy, setup, every_step=strategy.every_step)
+            if execution.failures and not {f.kind for f in execution.failures} & set(NOT_A_VERDICT):
+                return execution
+    return None

@@ -1,0 +1,170 @@
+"""Timing rules judged on the virtual clock (generated worlds: ``Scenario.liveness`` set).
+
+On the explorer's virtual clock nothing takes time unless somebody waits for
+it (a sleep, a timed wait, a slow call), so timing rules become exact and
+machine-independent:
+
+* **R3** — a scheduler call (``save_async`` ... ``cleanup_receiver``, a relay)
+  that took :data:`R3_WAIT` virtual seconds or more waited for the connector, a
+  build or a background thread;
+* **R18** — in a world without faults, ``stop()`` takes under
+  :data:`STOP_BOUND` (the contract: well under 0.1 s when the threads are idle);
+* **R17** — in a world without faults, a chunk put for a key the receiver had
+  already polled and found empty is fetched within :data:`LATENCY` (the
+  contract's pause after an unproductive round is about 1 ms; no request waits
+  behind another), unless the registration was cleaned up or stopped meanwhile.
+
+Each bound is 2.5x-250x what the contract asks, so an adapter that keeps the
+contract in any reasonable way never meets it. Worlds with faults are judged
+for R3 only: after a failed call an adapter may back off as long as it likes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+from ..history import ConnectorOp, History
+from ..oracles import CallRecord, split_key
+from .pipeline import Hop
+from .scenario import Op, Scenario
+from .tasks import Failure
+
+__all__ = ["FAULTS", "LATENCY", "R3_WAIT", "STOP_BOUND", "CallClock", "latency_failures"]
+
+R3_WAIT = 0.5
+STOP_BOUND = 0.25
+LATENCY = 0.25
+FAULTS = ("fail_put", "fail_get", "fail_build", "outage", "slow")
+SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay")
+
+
+def judged(scenario: Scenario) -> bool:
+    """Whether *scenario* is judged in time (a generated world)."""
+    return scenario.liveness > 0
+
+
+def quiet(scenario: Scenario) -> bool:
+    """Whether *scenario* has no fault at all (its timing is the adapter's own)."""
+    return not any(op.kind in FAULTS for op in scenario.ops)
+
+
+class CallClock:
+    """Times each op of the script on *now* and reports the R3 and R18 breaches."""
+
+    def __init__(self, scenario: Scenario, now: Callable[[], float]) -> None:
+        self.now = now
+        self.on = judged(scenario)
+        self.quiet = quiet(scenario)
+        self.began = 0.0
+        self.failures: list[Failure] = []
+
+    def before(self, op: Op) -> None:
+        self.began = self.now()
+
+    def after(self, op: Op) -> None:
+        if not self.on:
+            return
+        took = self.now() - self.began
+        if op.kind in SCHEDULER_CALLS and took >= R3_WAIT:
+            self.failures.append(
+                Failure(
+                    "violation",
+                    f"R3: the scheduler call {op} took {took:.3g} s of virtual time: it waited "
+                    "for the connector, a build or a background thread (it must only take a "
+                    "snapshot, enqueue or swap under a short lock)",
+                    ("R3",),
+                )
+            )
+        elif op.kind == "stop" and self.quiet and took >= STOP_BOUND:
+            self.failures.append(
+                Failure(
+                    "violation",
+                    f"R18: {op} took {took:.3g} s of virtual time with no build, put or get "
+                    f"blocked or failing (the bound here is {STOP_BOUND} s; the contract: well "
+                    "under 0.1 s when the threads are idle — notify them, do not wait out "
+                    "their timeouts)",
+                    ("R18",),
+                )
+            )
+
+
+def latency_failures(
+    history: History, scenario: Scenario, hops: tuple[Hop, ...], cut: int | None
+) -> list[Failure]:
+    """The R17 breaches of a quiet world (module doc), one per hop at most."""
+    times = history.times
+    if not judged(scenario) or not quiet(scenario) or not times or cut is None:
+        return []
+    end = times.get(cut, max(times.values()))
+    records = history.records()
+    found: list[Failure] = []
+    for hop in hops:
+        gets: dict[str, list[ConnectorOp]] = defaultdict(list)
+        puts: list[ConnectorOp] = []
+        for r in records:
+            if isinstance(r, ConnectorOp) and r.begin in times and r.end in times:
+                parsed = split_key(r.key)
+                if parsed is None or parsed[1] != hop.stage_id:
+                    continue
+                if r.op == "get":
+                    gets[r.key].append(r)
+                elif r.outcome == "ok":
+                    puts.append(r)
+        fences: dict[str | None, list[tuple[int, float]]] = defaultdict(list)
+        for r in records:
+            if (
+                isinstance(r, CallRecord)
+                and r.adapter in (hop.receiver, "adapter")
+                and r.call in ("cleanup_receiver", "stop", "load_async")
+                and r.begin in times
+            ):
+                who = r.request_id if r.call != "stop" else None
+                fences[who].append((r.begin, times[r.begin]))
+        last_put: dict[str, int] = {}  # key -> end of its previous put
+        for put in puts:
+            since = last_put.get(put.key, 0)
+            last_put[put.key] = put.end
+            polled = [g for g in gets[put.key] if g.begin > since]  # for this put's value
+            late = _late(put, polled, times, end, fences)
+            if late is not None:
+                found.append(Failure("violation", late + _hop(hops, hop), ("R17",)))
+                break
+    return found
+
+
+def _late(
+    put: ConnectorOp,
+    gets: list[ConnectorOp],
+    times: dict[int, float],
+    end: float,
+    fences: dict[str | None, list[tuple[int, float]]],
+) -> str | None:
+    """Why *put* was fetched late, or ``None`` (module doc)."""
+    put_at = times[put.end]
+    waited = [g for g in gets if g.outcome == "none" and g.end < put.begin]
+    if not waited:
+        return None  # nobody was polling for it yet
+    deadline = put_at + LATENCY
+    if end < deadline:
+        return None  # the run did not last long enough to tell
+    parsed = split_key(put.key)
+    rid = parsed[0] if parsed else None
+    since = waited[0].end
+    if any(seq > since and t <= deadline for seq, t in fences[rid] + fences[None]):
+        return None  # cleaned up, registered anew or stopped meanwhile
+    fetched = [times[g.begin] for g in gets if g.begin > put.end]
+    if fetched and fetched[0] <= deadline:
+        return None
+    when = f"at t={fetched[0]:.3f} s" if fetched else "not before the run ended"
+    return (
+        f"R17: {put.key!r} was put at t={put_at:.3f} s (virtual) while the receiver was "
+        f"polling for it (an empty get at t={times[waited[-1].end]:.3f} s), and fetched {when}: "
+        f"over {LATENCY} s later with nothing failing or blocked. After a round without "
+        "progress the RECV thread pauses about 1 ms (no growing backoff, no request waiting "
+        "behind another)"
+    )
+
+
+def _hop(hops: tuple[Hop, ...], hop: Hop) -> str:
+    return f" [hop {hop.label}]" if len(hops) > 1 else ""

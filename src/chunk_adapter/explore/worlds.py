@@ -1,0 +1,314 @@
+"""Whole worlds, drawn by Hypothesis: topology, configuration, program and faults.
+
+A *world* is a :class:`~.scenario.Scenario` with everything drawn:
+
+* **topology and configuration**: a 2-stage pipeline, a 3-stage one or a
+  loopback; stage ids from 0-7, consecutive or not; ``src_stage_id`` given or
+  left to the factory's default where that reads the right stage; a consuming
+  or a keeping connector, with put notifications or polled; adapter options
+  (:data:`OPTIONS`, passed where the factory takes them);
+* **the scheduler's program**: saves of nested objects over two or three
+  request ids (some spelled like keys: ``"r_0_1"``), mutated in place after the
+  save at any depth, cancels, loads, polls, cleanups, reuse of a request id
+  after its final, pauses, relays through the middle stage, and a ``stop()``
+  that may come before the end, with calls after it;
+* **faults in virtual time**: single put/get/build failures and bursts,
+  outages from 1 ms to 60 s, slow calls; an outage that lasts the whole
+  rest of the run is a permanent error (60 s is longer than any run's work).
+
+The one usage rule of the contract is kept: a request that was cancelled gets
+its final chunk saved. Every strategy here shrinks towards the simplest world
+(a 2-stage pipeline at stages 0 and 1, no options, few ops, short faults), so a
+failing world shrinks as far as the bug lets it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .scenario import (
+    TOPOLOGIES,
+    Op,
+    Scenario,
+    cancel,
+    cleanup,
+    fail_build,
+    fail_get,
+    fail_put,
+    load,
+    mutate,
+    outage,
+    pause,
+    poll,
+    relay,
+    save,
+    settle,
+    slow,
+    stop,
+)
+
+__all__ = ["DURATIONS", "OPTIONS", "REQUEST_IDS", "schedules_for_worlds", "usage", "worlds"]
+
+DURATIONS: tuple[float, ...] = (0.001, 0.01, 0.1, 0.5, 2.0, 10.0, 30.0, 60.0)
+"""How long an outage or a slow call lasts (virtual seconds), shortest first."""
+
+OPTIONS: dict[str, tuple[Any, ...]] = {
+    "put_tries": (3, 1, 2, 5),
+    "idle_backoff": (0.001, 0.01, 0.05),
+    "wait_timeout": (0.1, 0.02, 1.0),
+    "put_backoff": (0.005, 0.05),
+}
+"""The adapter options a world may pass (first value: the contract's default)."""
+
+REQUEST_IDS: tuple[tuple[str, ...], ...] = (
+    ("a",),
+    ("a", "b"),
+    ("a", "b", "c"),
+    ("r_0", "r_0_1"),
+    ("x", "x_1", "1"),
+)
+"""The request-id pools a program draws from (ids spelled like keys among them)."""
+
+LIVENESS = 2.0
+"""Virtual seconds after the faults end by which everything owed must have happened."""
+
+_leaf = st.one_of(st.integers(0, 9), st.text("abc", max_size=2), st.binary(max_size=3))
+_nested = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from("kvw"), inner, max_size=2),
+        st.binary(max_size=3).map(bytearray),
+    ),
+    max_leaves=6,
+)
+_payloads = st.one_of(st.integers(0, 9), _nested, st.none())
+
+
+def _stages(draw: Any, topology: str) -> tuple[tuple[int, ...], bool]:
+    """Stage ids per member, and whether receivers may take the default source."""
+    count = len(TOPOLOGIES[topology])
+    if topology == "loopback":
+        return (draw(st.integers(0, 7)),), False
+    default_src = draw(st.booleans())
+    if default_src:  # consecutive, so the default src_stage_id reads the right stage
+        first = draw(st.integers(0, 8 - count))
+        return tuple(first + i for i in range(count)), True
+    ids = draw(st.lists(st.integers(0, 7), min_size=count, max_size=count, unique=True))
+    return tuple(ids), False
+
+
+KINDS: tuple[str, ...] = (
+    "save", "save_final", "load", "poll", "cleanup", "cancel", "settle", "mutate", "pause",
+    "fail_put", "fail_get", "fail_build", "outage", "slow", "relay",
+)  # fmt: skip
+"""The kinds of op a program is drawn from (``relay`` only where there is a middle)."""
+
+
+def _kinds(draw: Any, topology: str) -> tuple[str, ...]:
+    """The kinds this world's program uses: swarm testing (Groce et al., 2012) — each
+    world leaves some kinds out, so some programs are all saves, loads and cleanups and
+    others all faults, instead of every program being the same even mix."""
+    usable = [k for k in KINDS if k != "relay" or topology == "three-stage"]
+    left_out = draw(st.sets(st.sampled_from(usable[1:]), max_size=len(usable) - 2))
+    return tuple(k for k in usable if k not in left_out)
+
+
+def _op(
+    draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str, kinds: Any
+) -> Op:
+    """One op of the program (see module doc), of one of *kinds*."""
+    rid = draw(st.sampled_from(rids))
+    receivers = ("middle", None) if topology == "three-stage" else (None,)
+    kind = draw(kinds)
+    if kind in ("save", "save_final"):
+        return save(rid, draw(_payloads), kind == "save_final")
+    if kind in ("load", "cleanup"):
+        on = draw(st.sampled_from(receivers))
+        return load(rid, on=on) if kind == "load" else cleanup(rid, on=on)
+    if kind == "poll":
+        return poll(on=draw(st.sampled_from(receivers)))
+    if kind == "cancel":
+        return cancel(rid)
+    if kind == "settle":
+        return settle()
+    if kind == "relay":
+        return relay()
+    if kind == "mutate":
+        return mutate(draw(st.integers(0, 2)), draw(st.integers(0, 3)))
+    if kind == "pause":
+        return pause(draw(st.sampled_from(DURATIONS[:5])))
+    key = draw(
+        st.one_of(
+            st.none(),
+            st.builds(
+                lambda s, n: f"{rid}_{s}_{n}", st.sampled_from(sending), st.integers(0, 2)
+            ),
+        )
+    )
+    if kind == "fail_put":
+        return fail_put(key, draw(st.integers(1, 4)))
+    if kind == "fail_get":
+        return fail_get(key, draw(st.integers(1, 4)))
+    if kind == "fail_build":
+        return fail_build(rid, draw(st.integers(1, 3)))
+    what = draw(st.sampled_from(("put", "get", "build")))
+    target = rid if what == "build" else key
+    seconds = draw(st.sampled_from(DURATIONS))
+    if kind == "outage":
+        return outage(what, target, seconds)
+    return slow(what, target, seconds, draw(st.integers(1, 2)))
+
+
+def _lifecycle(draw: Any, rid: str, topology: str) -> list[Op]:
+    """What a scheduler does with one request, in order: register it (mostly first),
+    save one or two streams of chunks (some a while after the one before, some objects
+    changed after the save, some streams cancelled), clean up (before or after the
+    final), and sometimes register it again."""
+    ops: list[Op] = []
+    on = draw(st.sampled_from(("middle", None))) if topology == "three-stage" else None
+    late_load = not draw(st.booleans())
+    if not late_load:
+        ops.append(load(rid, on=on))
+    for _ in range(draw(st.integers(1, 2))):
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.integers(0, 2)) == 0:  # the model takes a while to make a chunk
+                ops.append(pause(draw(st.sampled_from(DURATIONS[:5]))))
+            ops.append(save(rid, draw(_payloads)))
+            if draw(st.integers(0, 3)) == 0:
+                ops.append(mutate(0, draw(st.integers(0, 3))))
+        if draw(st.integers(0, 3)) == 0:
+            ops.append(cancel(rid))
+        if late_load:
+            ops.append(load(rid, on=on))
+            late_load = False
+        if draw(st.integers(0, 4)) > 0:
+            ops.append(save(rid, draw(_payloads), True))
+        if draw(st.booleans()):
+            ops.append(settle())
+        if draw(st.booleans()):
+            ops.append(cleanup(rid, on=on))
+            if draw(st.booleans()):
+                ops.append(load(rid, on=on))
+    return ops
+
+
+def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str) -> list[Op]:
+    """The scheduler's program: half of the worlds interleave request lifecycles
+    (:func:`_lifecycle`) with a few free ops; the other half are free ops only, of a
+    few kinds (:func:`_kinds`)."""
+    kinds = st.sampled_from(_kinds(draw, topology))
+    if draw(st.booleans()):
+        return [
+            _op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))
+        ]
+    lanes = [_lifecycle(draw, rid, topology) for rid in rids[: draw(st.integers(1, len(rids)))]]
+    extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 3)))]
+    lanes.append(extra)
+    receivers = ("middle", None) if topology == "three-stage" else (None,)
+    ops: list[Op] = []
+    while any(lanes):
+        lane = draw(st.sampled_from([i for i, lane in enumerate(lanes) if lane]))
+        ops.append(lanes[lane].pop(0))
+        between = draw(st.integers(0, 7))  # the scheduler polls as it goes, now and then waits
+        if between < 2:
+            ops.append(poll(on=draw(st.sampled_from(receivers))))
+        elif between == 2:
+            ops.append(settle())
+    return ops
+
+
+@st.composite
+def worlds(draw: Any) -> Scenario:
+    """A whole world (module doc) as a :class:`Scenario` named ``"world"``."""
+    topology = draw(st.sampled_from(("pipeline", "three-stage", "loopback")))
+    stage_ids, default_src = _stages(draw, topology)
+    sending = stage_ids[:-1] if topology != "loopback" else stage_ids
+    rids = draw(st.sampled_from(REQUEST_IDS))
+    ops = _program(draw, rids, sending, topology)
+    if draw(st.booleans()) and draw(st.booleans()):  # a stop() before the end, a quarter
+        kinds = st.sampled_from(_kinds(draw, topology))
+        ops.append(stop())
+        ops += [
+            _op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 2)))
+        ]
+    ops = usage(ops)
+    ops = _numbered(ops)
+    if topology == "three-stage" and not any(op.kind == "stop" for op in ops):
+        ops += [settle(), relay()]  # the middle hands on what it got before the end
+    options = {
+        name: draw(st.sampled_from(values))
+        for name, values in OPTIONS.items()
+        if draw(st.booleans())
+    }
+    longest = max((op.seconds for op in ops if op.kind in ("outage", "slow")), default=0.0)
+    return Scenario(
+        "world",
+        tuple(ops),
+        options=options,
+        consume_on_get=draw(st.booleans()),
+        notify=draw(st.booleans()),
+        topology=topology,
+        stage_id=stage_ids[0],
+        stage_ids=stage_ids,
+        default_src=default_src,
+        settle_limit=20.0 + longest,
+        liveness=LIVENESS + longest,  # an adapter backing off through an outage
+    )
+
+
+def usage(ops: list[Op]) -> list[Op]:
+    """*ops* as a well-behaved scheduler issues them (the contract's usage rules): a
+    ``cancel_sender`` only for a stream that is open or not begun, and never while an
+    earlier stream's final of the same request may still be unsent (no ``settle()``
+    since it was saved): the mark would go to whichever final is put first (R6, R27);
+    and every cancelled stream's final saved (appended at the end if missing)."""
+    out: list[Op] = []
+    ended: set[str] = set()  # requests whose last save was a final
+    unsent: set[str] = set()  # requests with a final saved since the last settle()
+    open_cancel: set[str] = set()
+    for op in ops:
+        rid = op.request_id
+        if op.kind == "cancel" and rid is not None:
+            if rid in ended or rid in unsent:
+                continue
+            open_cancel.add(rid)
+        elif op.kind == "save" and rid is not None:
+            (ended.add if op.final else ended.discard)(rid)
+            if op.final:
+                open_cancel.discard(rid)
+                unsent.add(rid)
+        elif op.kind == "settle":
+            unsent.clear()
+        out.append(op)
+    return out + [save(rid, "end", True) for rid in sorted(open_cancel)]
+
+
+def _numbered(ops: list[Op]) -> list[Op]:
+    """Each saved payload made unique (``[n, payload]``; ``None`` stays ``None``, R8): the
+    oracles tell chunks apart by value, so two equal payloads of one request would let a
+    retried chunk pass for another."""
+    out = []
+    for n, op in enumerate(ops):
+        if op.kind == "save" and op.obj is not None:
+            op = save(str(op.request_id), [n, op.obj], op.final, on=op.on)
+        out.append(op)
+    return out
+
+
+def schedules_for_worlds() -> st.SearchStrategy[tuple[str, int, tuple[int, ...]]]:
+    """How a world's interleavings are chosen: ``("drawn", 0, choices)`` — a few sparse
+    preemptions that shrink (:class:`~.strategies.DrawnStrategy`) — or ``("pct", seed,
+    ())`` and ``("random", seed, ())``: a few PCT (depth 3) or uniform random schedules
+    from that seed, the first that fails counting (:mod:`.simulate`)."""
+    from .generate import schedules
+
+    drawn = schedules(max_choices=400, max_pick=4, max_preemptions=8).map(
+        lambda c: ("drawn", 0, tuple(c))
+    )
+    seeded = st.tuples(
+        st.sampled_from(("random", "pct", "random")), st.integers(0, 2**32 - 1), st.just(())
+    )
+    return st.one_of(drawn, seeded)
