@@ -36,6 +36,7 @@ __all__ = [
     "accepts_runtime",
     "calibration_reference",
     "declares_keyword",
+    "known_options",
     "load_factory",
     "loaded",
     "reference_factory",
@@ -304,3 +305,22 @@ def _parameters(factory: Callable[..., Any]) -> Mapping[str, inspect.Parameter] 
 
 def _takes_any(params: Mapping[str, inspect.Parameter]) -> bool:
     return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def known_options(factory: AdapterFactory, options: dict[str, Any], built: Any) -> dict[str, Any]:
+    """The *options* the adapter *built* surely got: the factory takes the keyword and
+    names it in its signature, or (``**kwargs``, which may drop it) the adapter shows that
+    value under that name. An option the suite cannot be sure of must not tighten a bound:
+    the contract's default, or a bound that holds whatever it is, is used instead."""
+    out = {}
+    for name, value in accepted_options(factory, options).items():
+        if declares_keyword(factory, name):
+            out[name] = value
+            continue
+        try:
+            shown = getattr(built, name, None)
+        except Exception:  # an adapter whose attribute lookup raises shows nothing
+            continue
+        if shown == value and type(shown) is type(value):
+            out[name] = value
+    return out

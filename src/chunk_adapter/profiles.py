@@ -1,12 +1,14 @@
 """The profiles, in one table: how much every part of the suite does under each name.
 
-=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===================
 profile  budget  examples  steps  liveness  worlds  explorer  proofs  stress  use
-=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
-quick    120 s   100       30     5 s       150     25        0       short   pre-commit, derandomized
-ci       240 s   150       40     10 s      400     60        0       all     default CI gate, derandomized
-hunt     1800 s  1000      60     10 s      5000    2000      5       all     regression hunt, random seeds
-=======  ======  ========  =====  ========  ======  ========  ======  ======  ===============================
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===================
+quick    120 s   100       30     5 s       150     25        0       short   pre-commit
+ci       240 s   150       40     10 s      400     60        0       all     default CI gate
+hunt     1800 s  1000      60     10 s      5000    2000      5       all     regression hunt
+=======  ======  ========  =====  ========  ======  ========  ======  ======  ===================
+
+``quick`` and ``ci`` are derandomized; ``hunt`` draws random seeds (see below).
 
 "budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
@@ -91,12 +93,26 @@ PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
-            "quick", 100, 30, 5.0, True, budget=120.0, explore_runs=25, stress_all=False,
+            "quick",
+            100,
+            30,
+            5.0,
+            True,
+            budget=120.0,
+            explore_runs=25,
+            stress_all=False,
             sim_worlds=150,
         ),
         Profile("ci", 150, 40, 10.0, True, budget=240.0, explore_runs=60),
         Profile(
-            "hunt", 1000, 60, 10.0, False, budget=1800.0, explore_runs=2000, proofs=5,
+            "hunt",
+            1000,
+            60,
+            10.0,
+            False,
+            budget=1800.0,
+            explore_runs=2000,
+            proofs=5,
             sim_worlds=5000,
         ),
     )

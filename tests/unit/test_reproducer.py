@@ -20,10 +20,11 @@ OLD_STRINGS = [  # as earlier versions printed them (users paste these from CI l
 
 
 def test_replay_knows_every_drivers_kind() -> None:
-    assert {k.name for k in KINDS} == {"explore", "stateful", "stress"}
+    assert {k.name for k in KINDS} == {"explore", "sim", "stateful", "stress"}
     assert set(kinds()) >= {"explore", "stateful", "stress"}
-    assert forms()[:4] == [
+    assert forms()[:5] == [
         "explore:SCENARIO:SCHEDULE",
+        "sim:WORLD:SCHEDULE",
         "stateful:PROFILE:steps.DATA",
         "stateful:PROFILE:BLOB",
         "stress:SCENARIO:SEED",

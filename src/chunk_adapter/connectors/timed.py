@@ -6,7 +6,10 @@ and :class:`~.builders.GatedBuilder` (builds) consult before each call:
 * an **outage** makes every matching call that starts in ``[start, end)``
   fail (the wrapper raises ``InjectedFault``), however many there are;
 * a **slow** entry makes the next *times* matching calls take *seconds*
-  longer (the wrapper sleeps before the call).
+  longer (the wrapper sleeps before the call);
+* a **latency** makes every call take a random time up to that bound, drawn
+  from a seeded ``random.Random`` (:meth:`TimedFaults.set_latency`), so the same
+  calls in the same order take the same times.
 
 Times are read from ``clock`` and slept with ``sleep``: real time by default;
 the explorer passes its virtual clock and sleep, so a 60-second outage costs no
@@ -15,6 +18,7 @@ wall time and replays exactly (:meth:`TimedFaults.use_clock`).
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -56,10 +60,19 @@ class TimedFaults:
         self._windows: list[_Window] = []
         self._slow: list[_Slow] = []
         self._busy_until = float("-inf")  # when the slow calls begun so far end
+        self._latency = 0.0
+        self._random = random.Random(0)
 
     def use_clock(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
         """Read time from *clock* and wait with *sleep* from now on (the explorer's)."""
         self.clock, self.sleep = clock, sleep
+
+    def set_latency(self, seconds: float, seed: int) -> None:
+        """Make every call take up to *seconds* longer, the delays drawn from *seed*."""
+        if not 0 <= seconds < float("inf"):
+            raise InvalidValue(f"a latency is a finite time >= 0 s, got seconds={seconds!r}")
+        with self._lock:
+            self._latency, self._random = seconds, random.Random(seed)
 
     def outage(self, op: str, key: str | None, seconds: float) -> float:
         """Fail every *op* call (on *key*, or any) for *seconds* from now; returns the end."""
@@ -88,13 +101,13 @@ class TimedFaults:
         """Called before each *op* call on *key*: waits out a slow entry, then says
         whether an outage fails the call."""
         with self._lock:
-            if not self._windows and not self._slow:
+            if not self._windows and not self._slow and not self._latency:
                 return False
-            delay = 0.0
+            delay = self._random.random() * self._latency
             for slow in self._slow:
                 if slow.times > 0 and slow.op == op and slow.key in (None, key):
                     slow.times -= 1
-                    delay = slow.seconds
+                    delay += slow.seconds
                     break
             if delay > 0:
                 self._busy_until = max(self._busy_until, self.clock() + delay)

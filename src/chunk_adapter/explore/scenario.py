@@ -51,10 +51,14 @@ __all__ = [
     "fail_get",
     "fail_put",
     "load",
+    "mutate",
+    "outage",
+    "pause",
     "poll",
     "relay",
     "save",
     "settle",
+    "slow",
     "stop",
 ]
 
@@ -229,6 +233,11 @@ class Scenario:
     default_src: bool = False
     """Leave a receiving member's ``src_stage_id`` to the factory's default where that reads
     the stage before it (``False``: always given)."""
+    latency: float = 0.0
+    """Every put, get and build takes a random time up to this many virtual seconds."""
+    think: float = 0.0
+    """The scheduler does other work for a random time up to this many virtual seconds
+    after each call of the script (with ``latency``, calls overlap as they do for real)."""
     liveness: float = 0.0
     """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
     owed (0: it stops once quiet, as the library's scenarios always did)."""
@@ -285,9 +294,7 @@ class Scenario:
         script = self.script
         tail = [op.kind for op in script[-3:]]
         # a stop() before the end may abandon queued work: nothing is owed after it
-        return tail == ["settle", "poll", "stop"] and all(
-            op.kind != "stop" for op in script[:-1]
-        )
+        return tail == ["settle", "poll", "stop"] and all(op.kind != "stop" for op in script[:-1])
 
     def to_python(self) -> str:
         """The scenario as Python (``from chunk_adapter.explore.scenario import *`` first)."""
@@ -309,6 +316,10 @@ class Scenario:
             extra += ", default_src=True"
         if self.idle != 0.25:
             extra += f", idle={self.idle!r}"
+        if self.latency:
+            extra += f", latency={self.latency!r}"
+        if self.think:
+            extra += f", think={self.think!r}"
         if self.liveness:
             extra += f", liveness={self.liveness!r}"
         return f"Scenario(\n    {self.name!r},\n    (\n        {ops},\n    ){extra},\n)"

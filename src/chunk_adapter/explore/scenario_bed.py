@@ -14,6 +14,7 @@ they pass in: the outer wrapper, how the adapters are made, and the hooks.
 from __future__ import annotations
 
 import copy
+import random
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -76,6 +77,9 @@ class ScenarioBed:
         """The objects handed to ``save_async``, in order (``mutate()`` changes them)."""
         self.sleep: Callable[[float], None] = self.bed.faulty.timed.sleep
         self.clock: Callable[[], float] = self.bed.faulty.timed.clock
+        for seed, timed in enumerate(self.timed):
+            timed.set_latency(scenario.latency, seed)
+        self._think = random.Random(len(self.timed))  # the scheduler's think times
 
     @property
     def timed(self) -> list[Any]:
@@ -90,7 +94,7 @@ class ScenarioBed:
 
     def faults_end(self) -> float:
         """When the last outage or slow call started so far ends (``-inf``: none)."""
-        return max(timed.ends for timed in self.timed)
+        return max(float(timed.ends) for timed in self.timed)
 
     def drive(self, member: Member, adapter: Any, wrap: Wrap | None) -> None:
         """Drive *adapter* as *member*: wrapped by *wrap*, named after its role when the
@@ -117,6 +121,8 @@ class ScenarioBed:
             before(op)
             self.apply(op, settle, note)
             after(op)
+            if self.scenario.think and op.kind not in ("settle", "stop", "pause"):
+                self.sleep(self._think.random() * self.scenario.think)
 
     def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> None:
         """:func:`.pipeline.apply` on this bed's adapters, faults and builders; the ops on
@@ -142,7 +148,9 @@ class ScenarioBed:
     def _timed_fault(self, op: Op) -> None:
         what = str(op.what)
         targets = (
-            [b.timed for b in self.builders.values()] if what == "build" else [self.bed.faulty.timed]
+            [b.timed for b in self.builders.values()]
+            if what == "build"
+            else [self.bed.faulty.timed]
         )
         for timed in targets:
             if op.kind == "outage":

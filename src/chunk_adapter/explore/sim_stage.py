@@ -19,12 +19,20 @@ is *inconclusive* with the reason and its coverage, never a violation.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from ..connectors import MemoryConnector
 from ..errors import InvalidValue
-from ..factory import AdapterFactory, calibration_reference, declares_keyword, reference_factory
+from ..factory import (
+    AdapterFactory,
+    calibration_reference,
+    declares_keyword,
+    known_options,
+    reference_factory,
+)
 from ..outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ..profiles import current_profile, example_database
 from .codec import encode
@@ -52,8 +60,9 @@ def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
 
 def _options(factory: AdapterFactory) -> Any:
     """A world's options as this factory gets them: ``put_tries`` (which the oracles judge
-    R10 by) only where the factory surely passes it on (it names it)."""
-    sure = declares_keyword(factory, "put_tries") or factory is reference_factory
+    R10 by) only where the adapter surely gets it (:func:`~chunk_adapter.factory.
+    known_options`: the factory names it, or an adapter built with it shows it)."""
+    sure = factory is reference_factory or _surely_gets(factory, "put_tries", 2)
 
     def keep(options: dict[str, Any]) -> dict[str, Any]:
         if not sure:
@@ -61,6 +70,23 @@ def _options(factory: AdapterFactory) -> Any:
         return options
 
     return keep
+
+
+def _surely_gets(factory: AdapterFactory, name: str, value: Any) -> bool:
+    """Whether an adapter the factory builds with ``name=value`` surely gets it."""
+    if declares_keyword(factory, name):
+        return True
+    built: Any = None
+    try:
+        built = factory(MemoryConnector(), stage_id=0, **{name: value})
+        return name in known_options(factory, {name: value}, built)
+    except Exception:  # it cannot be built so: not sure
+        return False
+    finally:
+        stop = getattr(built, "stop", None)
+        if callable(stop):
+            with contextlib.suppress(Exception):
+                stop()
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -93,7 +119,9 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     )
     coverage = _coverage(sim, planned)
     if sim.stopped is not None:
-        why = next(f for f in sim.stopped.failures if f.kind in ("uncontrolled", "diverged", "factory"))
+        why = next(
+            f for f in sim.stopped.failures if f.kind in ("uncontrolled", "diverged", "factory")
+        )
         yield CheckResult(
             "simulate", CHECK, (), "inconclusive",
             f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
@@ -235,6 +263,7 @@ def as_pytest(world: Scenario, schedule: str, adapter_spec: str, rules: tuple[st
             f"def test_generated_world_{name}() -> None:",
             f"    world = {body}",
             f"    execution = replay_world(world, {schedule!r}, load_factory({adapter_spec!r}))",
-            '    assert execution.ok, "\\n".join(f"[{f.kind}] {f.message}" for f in execution.failures)',
+            "    failures = [f'[{f.kind}] {f.message}' for f in execution.failures]",
+            '    assert execution.ok, "\\n".join(failures)',
         ]
     )

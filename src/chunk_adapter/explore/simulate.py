@@ -22,6 +22,7 @@ as *inconclusive*.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections import Counter
@@ -174,7 +175,9 @@ def simulate(
     stage keeps only those the adapter surely gets where the oracles read them).
     """
     sim = Simulation()
-    setup = sim_setup(factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute)
+    setup = sim_setup(
+        factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute
+    )
     target: list[str] = []
     start = time.monotonic()
 
@@ -222,7 +225,8 @@ def simulate(
         report_multiple_bugs=False,
     )
     with prepared(setup):
-        try:
+        # no failing world (NoSuchExample), or stopped: what was seen is in sim either way
+        with contextlib.suppress(_Stop, HypothesisException):
             find(
                 st.tuples(worlds(), schedules_for_worlds()),
                 fails,
@@ -230,13 +234,9 @@ def simulate(
                 random=None if derandomize else random.Random(seed),
                 database_key=database_key,
             )
-        except (_Stop, HypothesisException):
-            pass  # no failing world (NoSuchExample), or stopped: what was seen is in sim
         if sim.found is not None and sim.stopped is None:
-            try:
+            with contextlib.suppress(_Stop):
                 _reduce(sim, fails, deadline)
-            except _Stop:
-                pass
     sim.seconds = time.monotonic() - start
     return sim
 
@@ -281,12 +281,16 @@ def replay_world(
     substitute: Any = "auto",
 ) -> Execution:
     """*world* once more under the recorded *schedule*, on a fresh adapter."""
-    setup = sim_setup(factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute)
+    setup = sim_setup(
+        factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute
+    )
     with prepared(setup):
         return run_world(world, ReplayStrategy(schedule), setup)[-1]
 
 
-def reference_fails(world: Scenario, *, runs: int = 20, wall_timeout: float = 10.0) -> Execution | None:
+def reference_fails(
+    world: Scenario, *, runs: int = 20, wall_timeout: float = 10.0
+) -> Execution | None:
     """The first execution of *world* on the reference adapter, under *runs* random
     schedules, that fails with a verdict (the suite would be judging wrongly), or ``None``."""
     setup = sim_setup(reference_factory, wall_timeout=wall_timeout, max_steps=30_000)

@@ -12,7 +12,8 @@ machine-independent:
 * **R17** — in a world without faults, a chunk put for a key the receiver had
   already polled and found empty is fetched within :data:`LATENCY` (the
   contract's pause after an unproductive round is about 1 ms; no request waits
-  behind another), unless the registration was cleaned up or stopped meanwhile.
+  behind another), unless the registration was cleaned up or stopped meanwhile
+  (a chunk never fetched at all is lost: the liveness rules judge that).
 
 Each bound is 2.5x-250x what the contract asks, so an adapter that keeps the
 contract in any reasonable way never meets it. Worlds with faults are judged
@@ -154,13 +155,13 @@ def _late(
     if any(seq > since and t <= deadline for seq, t in fences[rid] + fences[None]):
         return None  # cleaned up, registered anew or stopped meanwhile
     fetched = [times[g.begin] for g in gets if g.begin > put.end]
-    if fetched and fetched[0] <= deadline:
-        return None
-    when = f"at t={fetched[0]:.3f} s" if fetched else "not before the run ended"
+    if not fetched or fetched[0] <= deadline:
+        return None  # in time; or never: a lost chunk, which the liveness rules judge
     return (
         f"R17: {put.key!r} was put at t={put_at:.3f} s (virtual) while the receiver was "
-        f"polling for it (an empty get at t={times[waited[-1].end]:.3f} s), and fetched {when}: "
-        f"over {LATENCY} s later with nothing failing or blocked. After a round without "
+        f"polling for it (an empty get at t={times[waited[-1].end]:.3f} s), and fetched at "
+        f"t={fetched[0]:.3f} s: over {LATENCY} s later with nothing failing or blocked. "
+        "After a round without "
         "progress the RECV thread pauses about 1 ms (no growing backoff, no request waiting "
         "behind another)"
     )

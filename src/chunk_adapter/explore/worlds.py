@@ -143,9 +143,7 @@ def _op(
     key = draw(
         st.one_of(
             st.none(),
-            st.builds(
-                lambda s, n: f"{rid}_{s}_{n}", st.sampled_from(sending), st.integers(0, 2)
-            ),
+            st.builds(lambda s, n: f"{rid}_{s}_{n}", st.sampled_from(sending), st.integers(0, 2)),
         )
     )
     if kind == "fail_put":
@@ -173,7 +171,9 @@ def _lifecycle(draw: Any, rid: str, topology: str) -> list[Op]:
     if not late_load:
         ops.append(load(rid, on=on))
     for _ in range(draw(st.integers(1, 2))):
-        for _ in range(draw(st.integers(0, 3))):
+        # a few chunks, and now and then a long stream (ids past 9: two-digit keys)
+        chunks = draw(st.integers(0, 3)) if draw(st.integers(0, 7)) else draw(st.integers(4, 13))
+        for _ in range(chunks):
             if draw(st.integers(0, 2)) == 0:  # the model takes a while to make a chunk
                 ops.append(pause(draw(st.sampled_from(DURATIONS[:5]))))
             ops.append(save(rid, draw(_payloads)))
@@ -201,9 +201,7 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
     few kinds (:func:`_kinds`)."""
     kinds = st.sampled_from(_kinds(draw, topology))
     if draw(st.booleans()):
-        return [
-            _op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))
-        ]
+        return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))]
     lanes = [_lifecycle(draw, rid, topology) for rid in rids[: draw(st.integers(1, len(rids)))]]
     extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 3)))]
     lanes.append(extra)
@@ -212,11 +210,22 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
     while any(lanes):
         lane = draw(st.sampled_from([i for i, lane in enumerate(lanes) if lane]))
         ops.append(lanes[lane].pop(0))
-        between = draw(st.integers(0, 7))  # the scheduler polls as it goes, now and then waits
+        # Between two calls the scheduler polls, now and then lets everything settle or
+        # does other work for a while; now and then a call of the adapter's threads is
+        # slow, which holds it in flight across the scheduler's next calls (a race window
+        # held open, as delay injection does).
+        between = draw(st.integers(0, 9))
         if between < 2:
             ops.append(poll(on=draw(st.sampled_from(receivers))))
         elif between == 2:
             ops.append(settle())
+        elif between == 3:
+            ops.append(pause(draw(st.sampled_from(DURATIONS[:3]))))
+        elif between == 4:
+            what = draw(st.sampled_from(("get", "put", "build")))
+            ops.append(
+                slow(what, None, draw(st.sampled_from(DURATIONS[1:4])), draw(st.integers(1, 2)))
+            )
     return ops
 
 
@@ -231,9 +240,7 @@ def worlds(draw: Any) -> Scenario:
     if draw(st.booleans()) and draw(st.booleans()):  # a stop() before the end, a quarter
         kinds = st.sampled_from(_kinds(draw, topology))
         ops.append(stop())
-        ops += [
-            _op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 2)))
-        ]
+        ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 2)))]
     ops = usage(ops)
     ops = _numbered(ops)
     if topology == "three-stage" and not any(op.kind == "stop" for op in ops):
@@ -254,6 +261,8 @@ def worlds(draw: Any) -> Scenario:
         stage_id=stage_ids[0],
         stage_ids=stage_ids,
         default_src=default_src,
+        latency=draw(st.sampled_from((0.0, 0.0, 0.001, 0.01, 0.05))),
+        think=draw(st.sampled_from((0.0, 0.0, 0.001, 0.01))),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
     )

@@ -33,7 +33,7 @@ from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, Bed
 from ..bed.stack import SENDER_STAGE as STAGE
 from ..connectors import FaultRule, GatedBuilder
 from ..connectors.base import Connector
-from ..factory import AdapterFactory, AdapterLike, accepted_options, declares_keyword
+from ..factory import AdapterFactory, AdapterLike, accepted_options, known_options
 from ..history import History
 
 __all__ = [
@@ -155,25 +155,6 @@ def make_adapter(
     bed = connector if isinstance(connector, Bed) else Bed(base=connector)
     accepted = accepted_options(factory, options)
     return Pipeline(*bed.pair(factory, build_payload=build_payload, loopback=loopback, **accepted))
-
-
-def known_options(factory: AdapterFactory, options: dict[str, Any], built: Any) -> dict[str, Any]:
-    """The *options* the adapter *built* surely got: the factory takes the keyword and
-    names it in its signature, or (``**kwargs``, which may drop it) the adapter shows that
-    value under that name. An option the suite cannot be sure of must not tighten a bound:
-    the contract's default, or a bound that holds whatever it is, is used instead."""
-    out = {}
-    for name, value in accepted_options(factory, options).items():
-        if declares_keyword(factory, name):
-            out[name] = value
-            continue
-        try:
-            shown = getattr(built, name, None)
-        except Exception:  # an adapter whose attribute lookup raises shows nothing
-            continue
-        if shown == value and type(shown) is type(value):
-            out[name] = value
-    return out
 
 
 def setting(adapter: Any, name: str, default: float) -> float:
