@@ -115,11 +115,17 @@ def seeded_runs(world: Scenario) -> int:
 
 
 def strategy_for(pick: SchedulePick, world: Scenario) -> Strategy:
-    """The scheduler a drawn pick stands for (:func:`.worlds.schedules_for_worlds`)."""
+    """The scheduler a drawn pick stands for (:func:`.worlds.schedules_for_worlds`);
+    ``("random", seed, (k,))`` is the *k*-th execution of that seed alone (a failing
+    world is reduced under the one schedule that failed it)."""
     kind, seed, choices = pick
     if kind == "pct":
         return PctStrategy(seed=seed, depth=3, executions=seeded_runs(world))
     if kind == "random":
+        if choices:
+            one = RandomStrategy(seed=seed, executions=choices[0] + 1)
+            one.done = choices[0]
+            return one
         return RandomStrategy(seed=seed, executions=seeded_runs(world))
     return DrawnStrategy(choices)
 
@@ -167,24 +173,31 @@ def simulate(
     max_steps: int = 30_000,
     substitute: Any = "auto",
     options: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o,
+    shrink_seconds: float = 30.0,
 ) -> Simulation:
     """Draw up to *examples* worlds and run each once; shrink the first failure.
 
-    *deadline* is a ``time.monotonic()`` value: no world starts after it (shrinking
-    then stops where it is). *options* filters each world's adapter options (the
-    stage keeps only those the adapter surely gets where the oracles read them).
+    *deadline* is a ``time.monotonic()`` value: no world starts after it. Shrinking
+    takes at most *shrink_seconds* after the first failure (half for Hypothesis's
+    shrinker, the rest for removing ops one block at a time); it stops where it is then.
+    *options* filters each world's adapter options (the stage keeps only those the
+    adapter surely gets where the oracles read them).
     """
     sim = Simulation()
     setup = sim_setup(
         factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute
     )
     target: list[str] = []
+    shrink_until = [deadline]  # set when the first failure is found
     start = time.monotonic()
 
     def fails(pair: tuple[Scenario, SchedulePick]) -> bool:
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             sim.out_of_time = True
             return False
+        if sim.first is not None and now > shrink_until[0]:
+            return False  # shrinking had its time: what was found stands
         world, pick = pair
         world = replace(world, options=options(dict(world.options)))
         runs = run_world(world, strategy_for(pick, world), setup)
@@ -201,12 +214,15 @@ def simulate(
             if sim.first is None:
                 sim.skipped[next(k for k in NOT_A_VERDICT if k in kinds)] += 1
             return False
+        if pick[0] == "random" and not pick[2]:
+            pick = ("random", pick[1], (len(runs) - 1,))  # the execution that failed
         found = Found(world, execution, pick)
         sig = signature(execution.failures)
         if not target:
             target.append(sig)
             sim.worlds += 1
             sim.first = sim.found = found
+            shrink_until[0] = time.monotonic() + shrink_seconds / 2  # Hypothesis's half
         if sig != target[0]:
             return False
         assert sim.found is not None
@@ -235,18 +251,25 @@ def simulate(
                 database_key=database_key,
             )
         if sim.found is not None and sim.stopped is None:
+            shrink_until[0] += shrink_seconds / 2  # the other half: op by op
             with contextlib.suppress(_Stop):
-                _reduce(sim, fails, deadline)
+                _reduce(sim, fails, deadline, shrink_until)
     sim.seconds = time.monotonic() - start
     return sim
 
 
 REDUCE_RUNS = 300
 """At most this many worlds are tried when the found one is reduced further."""
+FALLBACK_PICKS: tuple[SchedulePick, ...] = (("drawn", 0, ()), ("random", 0, ()))
+"""Schedules a smaller world is also tried under when the found pick does not fail it:
+removing an op shifts every later choice, and most bugs fail under any schedule."""
 
 
 def _reduce(
-    sim: Simulation, fails: Callable[[tuple[Scenario, SchedulePick]], bool], deadline: float
+    sim: Simulation,
+    fails: Callable[[tuple[Scenario, SchedulePick]], bool],
+    deadline: float,
+    shrink_until: list[float],
 ) -> None:
     """Shrink the found world further, op by op (delta debugging: remove blocks of ops,
     halving the block size, while it still fails the same way under the same pick).
@@ -258,12 +281,14 @@ def _reduce(
     while sim.found is not None and block >= 1 and tries < REDUCE_RUNS:
         found, i, removed = sim.found, 0, False
         while i < len(found.world.ops) and tries < REDUCE_RUNS:
-            if time.monotonic() > deadline:
+            if time.monotonic() > min(deadline, shrink_until[0]):
                 return
             ops = list(found.world.ops)
             candidate = replace(found.world, ops=tuple(usage(ops[:i] + ops[i + block :])))
             tries += 1
-            if candidate.ops != found.world.ops and fails((candidate, found.pick)):
+            if candidate.ops != found.world.ops and any(
+                fails((candidate, pick)) for pick in (found.pick, *FALLBACK_PICKS)
+            ):
                 found, removed = sim.found, True  # fails() kept it: it is smaller
                 continue
             i += block
