@@ -154,7 +154,12 @@ def _late(
     since = waited[0].end
     if any(seq > since and t <= deadline for seq, t in fences[rid] + fences[None]):
         return None  # cleaned up, registered anew or stopped meanwhile
-    fetched = [times[g.begin] for g in gets if g.begin > put.end]
+    # fetched: by a get that began after the put ended, or by one that overlapped it (a
+    # slow or latent call) and returned a value — at the moment that get returned
+    fetched = sorted(
+        [times[g.begin] for g in gets if g.begin > put.end]
+        + [times[g.end] for g in gets if g.outcome == "ok" and g.end > put.begin]
+    )
     if not fetched or fetched[0] <= deadline:
         return None  # in time; or never: a lost chunk, which the liveness rules judge
     return (
