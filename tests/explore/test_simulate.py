@@ -29,9 +29,12 @@ from chunk_adapter.explore.execution import Execution, prepared  # noqa: E402
 from chunk_adapter.explore.reproduce import SIM  # noqa: E402
 from chunk_adapter.explore.scenario import (  # noqa: E402
     Scenario,
+    cancel,
+    cleanup,
     load,
     outage,
     pause,
+    poll,
     save,
     settle,
     slow,
