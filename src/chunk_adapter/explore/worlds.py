@@ -246,7 +246,9 @@ def worlds(draw: Any) -> Scenario:
     ops = usage(ops)
     ops = _numbered(ops)
     if topology == "three-stage" and not any(op.kind == "stop" for op in ops):
-        ops += [settle(), relay()]  # the middle hands on what it got before the end
+        # the middle hands on what it got before the end, polled until it is quiet: a chunk
+        # it got after its last poll would read "never handed out" (R14)
+        ops += [settle(), relay()] * 3
     options = {
         name: draw(st.sampled_from(values))
         for name, values in OPTIONS.items()
