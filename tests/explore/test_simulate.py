@@ -245,3 +245,12 @@ def test_a_chunk_fetched_by_a_get_that_overlapped_its_put_is_not_late() -> None:
     factory = load_factory("tests.quality.unnamed.records:make")
     execution = replay_world(world, "1:37:acab2ca2c2abab2a3ba2ca2b2a3b2a2bca2", factory)
     assert execution.ok, execution.failures  # the put of x_0_2 overlapped the get that got it
+
+
+@pytest.mark.rule("R3")
+def test_a_scheduler_call_that_never_returns_breaks_r3_not_skipped() -> None:
+    """The other threads poll on, so the execution outgrows the step budget instead of
+    deadlocking: the call the scheduler is stuck in is the root cause, not a skip."""
+    world = Scenario("w", (load("a"), save("a", [0], True)), **WORLD)
+    execution = run(world, "tests.quality.broken_verify:deadlocks_in_save")
+    assert rules_of(execution) == ["R3"] and "never returned" in execution.failures[0].message

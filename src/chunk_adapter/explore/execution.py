@@ -249,6 +249,10 @@ def run_once(
     if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(as_failure(found) for found in setup.checker(execution))
     execution.failures.extend(clock.failures)
+    if any(f.kind in ("too long", "livelock") for f in execution.failures):
+        stuck = clock.never_returned()  # the scheduler stuck in a call: that is the root
+        if stuck is not None:
+            execution.failures = [stuck]
     if setup.checker is not None and not ctl.pruned and not ctl.failures:
         # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
         late = latency_failures(history, scenario, execution.hops, stand.cut)

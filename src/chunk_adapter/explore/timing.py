@@ -35,6 +35,9 @@ __all__ = ["FAULTS", "LATENCY", "R3_WAIT", "STOP_BOUND", "CallClock", "latency_f
 
 R3_WAIT = 0.5
 STOP_BOUND = 0.25
+STOP_BLOCKED = 10.0
+"""A ``stop()`` still running after this long never returns (the contract allows 5 s with
+work blocked forever, or 1.5 x the adapter's join timeout + 0.25 s)."""
 LATENCY = 0.25
 FAULTS = ("fail_put", "fail_get", "fail_build", "outage", "slow")
 SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay")
@@ -58,12 +61,37 @@ class CallClock:
         self.on = judged(scenario)
         self.quiet = quiet(scenario)
         self.began = 0.0
+        self.current: Op | None = None  # the op begun and not yet returned
         self.failures: list[Failure] = []
 
     def before(self, op: Op) -> None:
         self.began = self.now()
+        self.current = op
+
+    def never_returned(self) -> Failure | None:
+        """For an execution cut short (over the step budget, a livelock): the scheduler
+        call it was stuck in, when that call had waited past its bound — the root cause."""
+        op, took = self.current, self.now() - self.began
+        if not self.on or op is None:
+            return None
+        if op.kind in SCHEDULER_CALLS and took >= R3_WAIT:
+            return Failure(
+                "violation",
+                f"R3: the scheduler call {op} never returned ({took:.3g} s of virtual time "
+                "while the adapter's threads ran on): it waits for something that does not come",
+                ("R3",),
+            )
+        if op.kind == "stop" and took >= STOP_BLOCKED:
+            return Failure(
+                "violation",
+                f"R18: {op} never returned ({took:.3g} s of virtual time): stop() joins against "
+                "a deadline and abandons a thread that is blocked",
+                ("R18",),
+            )
+        return None
 
     def after(self, op: Op) -> None:
+        self.current = None
         if not self.on:
             return
         took = self.now() - self.began

@@ -272,8 +272,8 @@ def worlds(draw: Any) -> Scenario:
         stage_id=stage_ids[0],
         stage_ids=stage_ids,
         default_src=default_src,
-        latency=draw(st.sampled_from((0.0, 0.0, 0.001, 0.01, 0.05))),
-        think=draw(st.sampled_from((0.0, 0.0, 0.001, 0.01))),
+        latency=draw(st.sampled_from((0.0, 0.001, 0.01, 0.05))),
+        think=draw(st.sampled_from((0.0, 0.001, 0.01))),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
     )
