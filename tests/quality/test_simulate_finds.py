@@ -1,0 +1,70 @@
+"""The ``simulate`` stage alone (``verify --stage simulate``) finds broken adapters.
+
+Generated worlds, with no check written for any of these adapters, must exit 1
+naming a rule of the bug (or the liveness rule its loss shows first as). The
+list is what the stage finds under ``ci`` (derandomized: the same worlds every
+run); the adapters it misses are listed in docs/quality.md with the stage that
+finds them. Each runs one whole ``ci`` simulate stage in a subprocess: -m slow.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.quality.test_verify_catalogue import BUDGET, CATALOGUE
+
+ROOT = Path(__file__).resolve().parents[2]
+LIVENESS = {"R11", "R23"}
+"""A lost chunk or final shows first as never put or never received."""
+
+FOUND = [
+    "broken_deep:container_snapshot",
+    "broken_deep:reuse_drops_queued",
+    "broken_deep:shallow_snapshot",
+    "broken_explore:LostWakeup",
+    "broken_explore:TwoSaveThreads",
+    "broken_explore:WaitNotInLoop",
+    "broken_stall:backoff_recv",
+    "broken_stall:fixed_period_recv",
+    "broken_stateful:cleanup_keeps_ready",
+    "broken_stateful:final_dropped_on_cancel",
+    "broken_stateful:final_lost_on_build_failure",
+    "broken_stateful:get_past_final",
+    "broken_stateful:id_bumped_before_put",
+    "broken_stateful:load_not_idempotent",
+    "broken_stateful:missing_snapshot",
+    "broken_stateful:none_payload_uses_id",
+    "broken_stateful:poll_no_swap",
+    "broken_stress:builds_in_save_async",
+    "broken_stress:busy_spinning_recv",
+    "broken_stress:final_not_retried",
+    "broken_stress:head_of_line_recv",
+    "broken_stress:puts_after_stop",
+    "broken_stress:save_dies_on_put_error",
+    "broken_stress:stop_without_notify",
+    "broken_two_bugs:snapshot_and_swap",
+    "broken_verify:deadlocks_in_save",
+    "plain_threading_adapter:PlainChunkAdapter",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(BUDGET + 120)
+@pytest.mark.parametrize("name", FOUND)
+def test_generated_worlds_alone_find_the_broken_adapter(name: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", f"tests.quality.{name}",
+         "--stage", "simulate", "--json", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=BUDGET + 60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, f"exit {proc.returncode}, expected 1:\n{proc.stdout}"
+    [check] = [c for c in json.loads(report.read_text())["checks"] if c["stage"] == "simulate"]
+    assert check["verdict"] == "fail" and check["confirmation"].startswith("replayed once")
+    assert set(check["rules"]) & (CATALOGUE[name] | LIVENESS), (check["rules"], proc.stdout)
+    assert "chunk-adapter replay 'sim:" in proc.stdout
