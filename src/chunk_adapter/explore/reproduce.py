@@ -15,7 +15,7 @@ __all__ = ["EXPLORE", "SIM"]
 def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
     """The library scenario under the recorded schedule, step for step; 1 if it fails."""
     from .control import substitute_from_env
-    from .explorer import describe, replay
+    from .explorer import replay
     from .library import LIBRARY
 
     name, schedule = fields
@@ -24,8 +24,15 @@ def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> in
     # The same control as the verify stage: white-box or substitution as observed,
     # plus the modules $CHUNK_ADAPTER_SUBSTITUTE names (verify's --substitute).
     execution = replay(LIBRARY[name], schedule, factory=factory, substitute=substitute_from_env())
+    return _told(execution, f"explore {name}", schedule, spec, out)
+
+
+def _told(execution: Any, what: str, schedule: str, spec: str, out: TextIO) -> int:
+    """Print how the replayed *execution* went; 1 if it failed."""
+    from .explorer import describe
+
     if execution.ok:
-        print(f"explore {name} under {schedule}: no failure ({execution.steps} steps)", file=out)
+        print(f"{what} under {schedule}: no failure ({execution.steps} steps)", file=out)
         return 0
     print(describe(execution, "replay", 1, spec), file=out)
     return 1
@@ -39,17 +46,12 @@ def _replay_world(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO)
     """The generated world under the recorded schedule, step for step; 1 if it fails."""
     from .codec import decode
     from .control import substitute_from_env
-    from .explorer import describe
     from .simulate import replay_world
 
     text, schedule = fields
     world = decode(text)
     execution = replay_world(world, schedule, factory, substitute=substitute_from_env() or "auto")
-    if execution.ok:
-        print(f"sim world under {schedule}: no failure ({execution.steps} steps)", file=out)
-        return 0
-    print(describe(execution, "replay", 1, spec), file=out)
-    return 1
+    return _told(execution, "sim world", schedule, spec, out)
 
 
 SIM = register(Kind("sim", ("WORLD", "SCHEDULE"), _replay_world))
