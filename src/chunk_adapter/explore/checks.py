@@ -11,7 +11,7 @@ itself reports deadlocks, livelocks, hangs after ``stop()`` and crashed threads.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp, History
@@ -44,15 +44,9 @@ def default_checker(execution: Execution) -> list[Failure]:
     chunks are found too. With several hops, messages end with the hop's name.
     """
     put_tries = execution.put_tries
-    hops = execution.hops or (None,)
     found: list[Failure] = []
     seen: set[str] = set()
-    for hop in hops:
-        history = execution.history
-        suffix = ""
-        if hop is not None and len(hops) > 1:
-            history = _hop_history(execution, hop)
-            suffix = f" [hop {hop.label}]"
+    for suffix, history in _by_hop(execution):
         checks = [(history, False)]
         if execution.cut is not None:
             checks.append((_prefix(history, execution.cut), True))
@@ -69,18 +63,25 @@ def owed_now(execution: Execution) -> bool:
     """Whether the history up to ``execution.cut`` owes anything: a liveness violation
     (one with no event that breaks it) on some hop, were the run quiescent there, and no
     safety violation yet (that one fails the execution whatever arrives later)."""
-    hops = execution.hops or (None,)
     owed = False
-    for hop in hops:
-        history = execution.history
-        if hop is not None and len(hops) > 1:
-            history = _hop_history(execution, hop)
+    for _, history in _by_hop(execution):
         part = history if execution.cut is None else _prefix(history, execution.cut)
         for v in check(part, quiescent=True, put_tries=execution.put_tries):
             if v.at is not None:
                 return False
             owed = True
     return owed
+
+
+def _by_hop(execution: Execution) -> Iterator[tuple[str, History]]:
+    """``(suffix, history)`` per hop: the whole history when there is one hop, else each
+    hop's own records and ``" [hop a->b]"`` for its messages."""
+    hops = execution.hops
+    if len(hops) <= 1:
+        yield "", execution.history
+        return
+    for hop in hops:
+        yield f" [hop {hop.label}]", _hop_history(execution, hop)
 
 
 _SENDING = ("save_async", "cancel_sender")

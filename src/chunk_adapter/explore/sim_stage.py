@@ -41,7 +41,15 @@ from .execution import Execution
 from .explorer import describe
 from .reproduce import SIM
 from .scenario import Scenario
-from .simulate import Found, Simulation, reference_fails, replay_world, signature, simulate
+from .simulate import (
+    STOPS_THE_RUN,
+    Found,
+    Simulation,
+    reference_fails,
+    replay_world,
+    signature,
+    simulate,
+)
 from .stage import _first_line, _rules
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
@@ -119,9 +127,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     )
     coverage = _coverage(sim, planned)
     if sim.stopped is not None:
-        why = next(
-            f for f in sim.stopped.failures if f.kind in ("uncontrolled", "diverged", "factory")
-        )
+        why = next(f for f in sim.stopped.failures if f.kind in STOPS_THE_RUN)
         yield CheckResult(
             "simulate", CHECK, (), "inconclusive",
             f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "

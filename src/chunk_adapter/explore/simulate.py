@@ -40,15 +40,25 @@ from .checks import default_checker, default_wrap
 from .controller import Failure
 from .execution import Execution, Setup, prepared, run_once
 from .scenario import Scenario
+from .stage import NOT_CONTROLLED
 from .strategies import DrawnStrategy, PctStrategy, RandomStrategy, ReplayStrategy, Strategy
+from .tasks import signature as failure_signature
 from .worlds import schedules_for_worlds, usage, worlds
 
-__all__ = ["NOT_A_VERDICT", "Found", "Simulation", "scheduler_ops", "signature", "simulate"]
+__all__ = [
+    "NOT_A_VERDICT",
+    "STOPS_THE_RUN",
+    "Found",
+    "Simulation",
+    "scheduler_ops",
+    "signature",
+    "simulate",
+]
 
-NOT_A_VERDICT = ("uncontrolled", "diverged", "factory", "too long", "script")
-"""Failure kinds that say nothing about the contract: the run was not under control, or
-the world could not be run to its end (skipped and counted)."""
-_STOPS_THE_RUN = ("uncontrolled", "diverged", "factory")
+NOT_A_VERDICT = (*NOT_CONTROLLED, "script")
+"""Failure kinds that say nothing about the contract: the explore stage's (not under
+control, or over the step budget), and a settle that never saw quiet (skipped, counted)."""
+STOPS_THE_RUN = ("uncontrolled", "diverged", "factory")
 """Of those, the ones no other world would escape either: the run ends inconclusive."""
 
 SchedulePick = tuple[str, int, tuple[int, ...]]
@@ -96,11 +106,9 @@ def scheduler_ops(world: Scenario) -> int:
 
 
 def signature(failures: list[Failure]) -> str:
-    """What "the same failure" means: the root rule of the first violation, else its kind."""
-    first = failures[0]
-    if first.kind == "violation":
-        return first.rules[0] if first.rules else first.message.split(":", 1)[0]
-    return first.kind
+    """What "the same failure" means: the first failure's :func:`.tasks.signature` (the
+    explore stage's too)."""
+    return failure_signature(failures[0])
 
 
 SEEDED_RUNS = (2, 12)
@@ -207,7 +215,7 @@ def simulate(
             sim.worlds += sim.first is None
             return False
         kinds = {f.kind for f in execution.failures}
-        if kinds & set(_STOPS_THE_RUN):
+        if kinds & set(STOPS_THE_RUN):
             sim.stopped = execution
             raise _Stop
         if kinds & set(NOT_A_VERDICT):

@@ -34,6 +34,7 @@ from .library import LIBRARY, VERIFY
 from .proofs import proof_plan, proof_reserve, prove_stage
 from .reproduce import EXPLORE
 from .strategies import PctStrategy, RandomStrategy, Strategy
+from .tasks import signature
 
 __all__ = ["plan", "run_stage"]
 
@@ -177,7 +178,7 @@ def _judge(
     )
     seconds = report.seconds + time.perf_counter() - start
     if not _same_failure(failed.failures, again.failures):
-        got = ", ".join(sorted({_signature(f) for f in again.failures})) or "no failure"
+        got = ", ".join(sorted({signature(f) for f in again.failures})) or "no failure"
         return CheckResult(
             "explore", label, (), "inconclusive",
             f"[{first.kind}] did not reproduce on replay (got {got}): nondeterminism outside "
@@ -216,15 +217,8 @@ def _rules(failures: list[Failure]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _signature(failure: Failure) -> str:
-    """What must fail again on replay: a violation's root rule, else its kind."""
-    if failure.kind == "violation":
-        return failure.rules[0] if failure.rules else failure.message.split(":", 1)[0]
-    return failure.kind
-
-
 def _same_failure(first: list[Failure], again: list[Failure]) -> bool:
-    return _signature(first[0]) in {_signature(f) for f in again}
+    return signature(first[0]) in {signature(f) for f in again}
 
 
 def _first_line(message: str) -> str:

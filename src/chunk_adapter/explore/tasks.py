@@ -130,6 +130,13 @@ class Failure:
     rules: tuple[str, ...] = ()
 
 
+def signature(failure: Failure) -> str:
+    """What must fail again for "the same failure": a violation's root rule, else its kind."""
+    if failure.kind == "violation":
+        return failure.rules[0] if failure.rules else failure.message.split(":", 1)[0]
+    return failure.kind
+
+
 def as_failure(found: str | Failure) -> Failure:
     """What a checker returned, as a failure: a :class:`Failure` as it is (the default
     checker's carry their rules), a plain message as a ``violation`` naming no rule."""
