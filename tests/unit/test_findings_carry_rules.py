@@ -16,7 +16,7 @@ from chunk_adapter.bed.stack import SlowFactory
 from chunk_adapter.bed.waiting import STOP_RULES, Hang, stopping
 from chunk_adapter.examples import ExampleOutcome
 from chunk_adapter.explore import stage as explore_stage
-from chunk_adapter.explore.tasks import Failure, as_failure
+from chunk_adapter.explore.tasks import Failure, as_failure, signature
 from chunk_adapter.oracles import ContractViolation, Violation
 from chunk_adapter.stateful.budget import first_rules
 from chunk_adapter.stress.report import NOTE, ORACLE, StressReport
@@ -53,7 +53,7 @@ def test_the_explorer_takes_a_violations_rules_from_the_failure_not_its_message(
     # a plain string from a user's checker names no rule; the kind's rule stands in
     assert as_failure("R16: text").rules == ()
     assert explore_stage._rules([Failure("deadlock", "R16? no"), as_failure("R9: x")]) == ("R20",)
-    assert explore_stage._signature(failure) == "R16"
+    assert signature(failure) == "R16"
 
 
 def test_a_stress_report_keeps_each_failures_rule() -> None:
