@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ if str(ROOT) not in sys.path:
 
 from chunk_adapter.connectors.timed import TimedFaults  # noqa: E402
 from chunk_adapter.errors import InvalidValue  # noqa: E402
+from chunk_adapter.explore import scenario as scenario_module  # noqa: E402
 from chunk_adapter.explore import sim_stage  # noqa: E402
 from chunk_adapter.explore.codec import decode, encode  # noqa: E402
 from chunk_adapter.explore.execution import Execution, prepared  # noqa: E402
@@ -38,6 +40,7 @@ from chunk_adapter.explore.scenario import (  # noqa: E402
     save,
     settle,
     slow,
+    stop,
 )
 from chunk_adapter.explore.simulate import (  # noqa: E402
     replay_world,
@@ -71,6 +74,9 @@ def rules_of(execution: Execution) -> list[str]:
 @given(worlds())
 def test_worlds_keep_the_usage_rules_and_round_trip_through_their_string(world: Any) -> None:
     assert decode(encode(world)) == world
+    # the report's pasteable test rebuilds the very world (an empty program included)
+    assert eval(world.to_python(), vars(scenario_module)) == world
+    assert eval(replace(world, ops=()).to_python(), vars(scenario_module)).ops == ()
     cancelled: set[str] = set()
     for op in world.ops:
         if op.kind == "cancel":
@@ -146,6 +152,19 @@ def test_a_chunk_fetched_long_after_its_put_breaks_r17() -> None:
 def test_a_stop_that_waits_out_its_threads_timeouts_breaks_r18() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True), settle()), **WORLD)
     assert "R18" in rules_of(run(world, "tests.quality.broken_stress:stop_without_notify"))
+    assert run(world).ok
+
+
+@pytest.mark.rule("R18")
+def test_a_stop_that_joins_a_thread_blocked_in_a_slow_build_breaks_r18() -> None:
+    """With work blocked the contract gives stop() its join timeout, not the 60 s the
+    build takes: on the virtual clock that is exact, with no wall time spent."""
+    world = Scenario(
+        "w", (load("a"), slow("build", None, 60.0), save("a", [0], True), stop()),
+        notify=True, **{**WORLD, "liveness": 62.0},
+    )  # fmt: skip
+    execution = run(world, "tests.quality.broken_stress:stop_joins_forever")
+    assert rules_of(execution) == ["R18"] and "took 60 s" in execution.failures[0].message
     assert run(world).ok
 
 

@@ -25,13 +25,17 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 __all__ = [
+    "FREE_STOP_BOUND",
     "POLL_INTERVAL",
     "STOP_RULES",
+    "UNKNOWN_JOIN_STOP_BOUND",
     "Hang",
     "Outcome",
+    "blocked_stop_bound",
     "call_bounded",
     "call_in_thread",
     "holds_for",
+    "join_bound",
     "stopping",
     "wait_until",
 ]
@@ -42,6 +46,41 @@ POLL_INTERVAL = 0.001
 """Seconds between two looks at a predicate (a look is cheap; the wait is what is bounded)."""
 STOP_RULES = ("R18",)
 """The rule a ``stop()`` that does not return within its bound breaks (docs/contract.md)."""
+FREE_STOP_BOUND = 0.25
+"""Seconds ``stop()`` may take when nothing is blocked (the contract: well under 0.1 s)."""
+
+
+def blocked_stop_bound(join_timeout: float | None) -> float:
+    """Seconds ``stop()`` may take when a build, put or get is blocked forever.
+
+    The contract: within the join timeout. Allowed: 1.5 x that plus 0.25 s of
+    scheduling slack, far above the milliseconds a correct adapter overshoots
+    by, and below the 2 x of joining each thread with the full timeout. When the
+    adapter's join timeout is unknown (``None``: it exposes no ``join_timeout``),
+    the bound is :data:`UNKNOWN_JOIN_STOP_BOUND`, what any sane join timeout keeps.
+    """
+    if join_timeout is None:
+        return UNKNOWN_JOIN_STOP_BOUND
+    return 1.5 * join_timeout + 0.25
+
+
+UNKNOWN_JOIN_STOP_BOUND = 5.0
+"""Seconds ``stop()`` may take with work blocked forever when the suite cannot read the
+adapter's join timeout (R18): an adapter that keeps its own (say 2 s) must not be held
+to the reference's 1 s. The same 5 s the examples stage's stop probe allows."""
+
+
+def join_bound(adapter: Any) -> float:
+    """:func:`blocked_stop_bound` for *adapter* as it shows itself: a ``join_timeout``
+    attribute that is a number only ever loosens the bound (it may mean something else:
+    milliseconds, one thread's share), and the reference's 1 s is never assumed."""
+    try:
+        shown = getattr(adapter, "join_timeout", None)
+    except Exception:  # an adapter whose attribute lookup raises shows no join timeout
+        shown = None
+    if isinstance(shown, (int, float)) and not isinstance(shown, bool):
+        return max(blocked_stop_bound(None), blocked_stop_bound(float(shown)))
+    return blocked_stop_bound(None)
 
 
 class Hang(AssertionError):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from ..bed.waiting import join_bound
 from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
 from .control import Control, controlled, plan_control
@@ -32,7 +33,7 @@ from .scenario import Op, Scenario
 from .scenario_bed import ScenarioBed
 from .schedule import encode
 from .tasks import FactoryFailed, as_failure
-from .timing import CallClock, judged, latency_failures
+from .timing import CallClock, held_failures, judged, latency_failures
 from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
@@ -208,6 +209,7 @@ def run_once(
             except Exception as exc:
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
+            clock.stop_bound = max(clock.stop_bound, join_bound(adapter))
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
@@ -256,7 +258,8 @@ def run_once(
     if setup.checker is not None and not ctl.pruned and not ctl.failures:
         # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
         late = latency_failures(history, scenario, execution.hops, stand.cut)
-        execution.failures[:0] = late
+        held = held_failures(history, scenario, execution.hops, stand.build_roles)
+        execution.failures[:0] = held + late
     return execution
 
 

@@ -36,7 +36,7 @@ scheduler doing other work for *seconds* of virtual time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from ..errors import InvalidValue
@@ -205,6 +205,11 @@ def stop(on: str | None = None) -> Op:
     return Op("stop", on=on)
 
 
+def _default(f: Field[Any]) -> Any:
+    """A dataclass field's default value."""
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A named script plus how to build the adapter for it.
@@ -299,30 +304,13 @@ class Scenario:
     def to_python(self) -> str:
         """The scenario as Python (``from chunk_adapter.explore.scenario import *`` first)."""
         ops = ",\n        ".join(str(op) for op in self.ops)
-        extra = ""
-        if self.options:
-            extra += f", options={self.options!r}"
-        if not self.consume_on_get:
-            extra += ", consume_on_get=False"
-        if self.notify:
-            extra += ", notify=True"
-        if self.topology != "pipeline":
-            extra += f", topology={self.topology!r}"
-        if self.stage_id != 0:
-            extra += f", stage_id={self.stage_id}"
-        if self.stage_ids:
-            extra += f", stage_ids={self.stage_ids!r}"
-        if self.default_src:
-            extra += ", default_src=True"
-        if self.idle != 0.25:
-            extra += f", idle={self.idle!r}"
-        if self.latency:
-            extra += f", latency={self.latency!r}"
-        if self.think:
-            extra += f", think={self.think!r}"
-        if self.liveness:
-            extra += f", liveness={self.liveness!r}"
-        return f"Scenario(\n    {self.name!r},\n    (\n        {ops},\n    ){extra},\n)"
+        extra = "".join(
+            f", {f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name not in ("name", "ops") and getattr(self, f.name) != _default(f)
+        )
+        program = f"(\n        {ops},\n    )" if self.ops else "()"
+        return f"Scenario(\n    {self.name!r},\n    {program}{extra},\n)"
 
     def __str__(self) -> str:
         return f"{self.name}: " + "; ".join(str(op) for op in self.ops)

@@ -9,6 +9,10 @@ machine-independent:
   build or a background thread;
 * **R18** — in a world without faults, ``stop()`` takes under
   :data:`STOP_BOUND` (the contract: well under 0.1 s when the threads are idle);
+  in any world, under the bound the contract gives a ``stop()`` with work
+  blocked forever (:func:`~chunk_adapter.bed.waiting.join_bound`: 1.5 x the
+  adapter's ``join_timeout`` + 0.25 s, at least 5 s): it joins against a
+  deadline and abandons a thread stuck in a slow build, put or get;
 * **R17** — in a world without faults, a chunk put for a key the receiver had
   already polled and found empty is fetched within :data:`LATENCY` (the
   contract's pause after an unproductive round is about 1 ms; no request waits
@@ -17,7 +21,8 @@ machine-independent:
 
 Each bound is 2.5x-250x what the contract asks, so an adapter that keeps the
 contract in any reasonable way never meets it. Worlds with faults are judged
-for R3 only: after a failed call an adapter may back off as long as it likes.
+for R3 and that R18 bound only: after a failed call an adapter may back off as long
+as it likes.
 """
 
 from __future__ import annotations
@@ -25,19 +30,26 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from ..history import ConnectorOp, History
+from ..bed.waiting import UNKNOWN_JOIN_STOP_BOUND
+from ..history import BuildCall, ConnectorOp, History
 from ..oracles import CallRecord, split_key
 from .pipeline import Hop
 from .scenario import Op, Scenario
 from .tasks import Failure
 
-__all__ = ["FAULTS", "LATENCY", "R3_WAIT", "STOP_BOUND", "CallClock", "latency_failures"]
+__all__ = [
+    "FAULTS",
+    "HELD",
+    "LATENCY",
+    "R3_WAIT",
+    "STOP_BOUND",
+    "CallClock",
+    "held_failures",
+    "latency_failures",
+]
 
 R3_WAIT = 0.5
 STOP_BOUND = 0.25
-STOP_BLOCKED = 10.0
-"""A ``stop()`` still running after this long never returns (the contract allows 5 s with
-work blocked forever, or 1.5 x the adapter's join timeout + 0.25 s)."""
 LATENCY = 0.25
 FAULTS = ("fail_put", "fail_get", "fail_build", "outage", "slow")
 SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay")
@@ -63,6 +75,9 @@ class CallClock:
         self.began = 0.0
         self.current: Op | None = None  # the op begun and not yet returned
         self.failures: list[Failure] = []
+        self.stop_bound = UNKNOWN_JOIN_STOP_BOUND
+        """How long ``stop()`` may take with work blocked: the largest of the adapters'
+        :func:`~chunk_adapter.bed.waiting.join_bound` (set as they are built)."""
 
     def before(self, op: Op) -> None:
         self.began = self.now()
@@ -81,7 +96,7 @@ class CallClock:
                 "while the adapter's threads ran on): it waits for something that does not come",
                 ("R3",),
             )
-        if op.kind == "stop" and took >= STOP_BLOCKED:
+        if op.kind == "stop" and took > self.stop_bound:
             return Failure(
                 "violation",
                 f"R18: {op} never returned ({took:.3g} s of virtual time): stop() joins against "
@@ -113,6 +128,17 @@ class CallClock:
                     f"blocked or failing (the bound here is {STOP_BOUND} s; the contract: well "
                     "under 0.1 s when the threads are idle — notify them, do not wait out "
                     "their timeouts)",
+                    ("R18",),
+                )
+            )
+        elif op.kind == "stop" and took > self.stop_bound:
+            self.failures.append(
+                Failure(
+                    "violation",
+                    f"R18: {op} took {took:.3g} s of virtual time while a build, put or get "
+                    f"was slow or failing (the bound here is {self.stop_bound:.3g} s: 1.5 x "
+                    "the join timeout + 0.25 s, at least 5 s): stop() joins its threads "
+                    "against one deadline and abandons a thread that is blocked",
                     ("R18",),
                 )
             )
@@ -202,3 +228,113 @@ def _late(
 
 def _hop(hops: tuple[Hop, ...], hop: Hop) -> str:
     return f" [hop {hop.label}]" if len(hops) > 1 else ""
+
+
+HELD = 0.5
+"""Virtual seconds a saved chunk may wait, its adapter's SAVE side idle, while another
+adapter's build or put is in flight (:func:`held_failures`)."""
+
+
+def held_failures(
+    history: History, scenario: Scenario, hops: tuple[Hop, ...], build_roles: dict[int, str]
+) -> list[Failure]:
+    """R7 / R17 across adapters: adapters share nothing but the interpreter, so a chunk
+    saved on one must not wait, its adapter's SAVE side idle (no build or put of its own
+    in flight, none failed before), for :data:`HELD` virtual seconds or more while
+    another adapter's build (R7: built outside every lock, shared ones too) or put (R17:
+    no request waits behind another) is in flight for nearly all of that time.
+
+    Judged from the counts: a request's saves (a payload, or a final) returned against
+    its builds begun, per adapter; requests that were cancelled, and anything after a
+    ``stop()``, are left out (an adapter may drop what it will not send)."""
+    times = history.times
+    if not judged(scenario) or not times or len({h.sender for h in hops}) < 2:
+        return []
+    records = history.records()
+    role_of_stage = {h.stage_id: h.sender for h in hops}
+    stopped = min(
+        (times[r.begin] for r in records if isinstance(r, CallRecord) and r.call == "stop"
+         and r.begin in times),
+        default=float("inf"),
+    )  # fmt: skip
+    cancelled = {
+        (r.adapter, r.request_id)
+        for r in records
+        if isinstance(r, CallRecord) and r.call == "cancel_sender"
+    }
+    # per adapter: (time, +1) for a save that needs a build, (time, -1) for a build begun
+    events: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    busy: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (from, to, what)
+    failed_at: dict[str, float] = {}
+    for r in records:
+        if r.begin not in times or r.end not in times:
+            continue
+        begin, end = times[r.begin], times[r.end]
+        if isinstance(r, CallRecord):
+            if r.call == "save_async" and r.error is None and begin < stopped:
+                snapshot, final = r.args
+                if (snapshot is not None or final) and (r.adapter, r.request_id) not in cancelled:
+                    events[r.adapter].append((end, 1))
+            continue
+        if isinstance(r, BuildCall):
+            role = build_roles.get(id(r))
+            what = "build"
+        elif isinstance(r, ConnectorOp) and r.op == "put":
+            parsed = split_key(r.key)
+            role = role_of_stage.get(parsed[1]) if parsed else None
+            what = f"put {r.key}"
+        else:
+            continue
+        if role is None:
+            continue
+        busy[role].append((begin, end, what if what != "build" else f"build of {r.request_id!r}"))
+        if r.outcome == "error":
+            failed_at[role] = min(failed_at.get(role, end), end)
+        if isinstance(r, BuildCall) and (role, r.request_id) not in cancelled and begin < stopped:
+            events[role].append((begin, -1))
+    for role, happened in events.items():
+        pending, since = 0, 0.0
+        for at, step in sorted(happened, key=lambda e: (e[0], -e[1])):
+            if pending > 0 and step < 0:
+                found = _held(role, since, at, busy, failed_at.get(role, float("inf")))
+                if found is not None:
+                    return [found]
+            pending += step
+            if step < 0 or pending == 1:
+                since = at  # the next chunk waits from its save, or from the build before it
+    return []
+
+
+def _held(
+    role: str,
+    since: float,
+    until: float,
+    busy: dict[str, list[tuple[float, float, str]]],
+    failed: float,
+) -> Failure | None:
+    """The breach of :func:`held_failures` by a chunk of *role* waiting from *since* to
+    *until*, or ``None``."""
+    if until >= failed:
+        return None  # after a failure of its own an adapter may back off
+    own = [(b, e) for b, e, _ in busy[role] if b < until and e > since]
+    start = max([since, *(e for _, e in own)])  # idle since its last own call ended
+    if until - start < HELD:
+        return None
+    for other, calls in busy.items():
+        if other == role:
+            continue
+        for b, e, what in calls:
+            covered = min(e, until) - max(b, start)
+            if covered >= 0.9 * (until - start):
+                rule = "R7" if what.startswith("build") else "R17"
+                return Failure(
+                    "violation",
+                    f"{rule}: a chunk saved on the {role} waited {until - start:.3g} s of "
+                    f"virtual time (t={start:.3f}..{until:.3f}) for its build to begin, its "
+                    f"SAVE side idle, while the {other}'s {what} was in flight: adapters "
+                    "share nothing, so one's slow build or put must not hold up another's "
+                    + ("(build_payload is called outside every lock, shared ones too)"
+                       if rule == "R7" else "(no request waits behind another)"),
+                    (rule,),
+                )  # fmt: skip
+    return None

@@ -164,37 +164,43 @@ def _op(
 
 
 def _lifecycle(draw: Any, rid: str, topology: str) -> list[Op]:
-    """What a scheduler does with one request, in order: register it (mostly first),
-    save one or two streams of chunks (some a while after the one before, some objects
-    changed after the save, some streams cancelled), clean up (before or after the
-    final), and sometimes register it again."""
-    ops: list[Op] = []
+    """What a scheduler does with one request: the sender's side (one or two streams of
+    chunks, some a while after the one before, some objects changed after the save,
+    some streams cancelled at any point, most ended by a final) and the receiver's side
+    (a registration, sometimes cleaned up and registered again, sometimes cleaned up
+    for good), merged in any order: a receiver may register before the first chunk,
+    mid-stream or once the stream is all there, and give up at any point of it. Now and
+    then the scheduler lets everything settle between two of its calls."""
     on = draw(st.sampled_from(("middle", None))) if topology == "three-stage" else None
-    late_load = not draw(st.booleans())
-    if not late_load:
-        ops.append(load(rid, on=on))
+    sender: list[Op] = []
     for _ in range(draw(st.integers(1, 2))):
         # a few chunks, and now and then a long stream (ids past 9: two-digit keys)
         chunks = draw(st.integers(0, 3)) if draw(st.integers(0, 7)) else draw(st.integers(4, 13))
-        for _ in range(chunks):
+        cancel_at = draw(st.integers(0, chunks)) if draw(st.integers(0, 3)) == 0 else -1
+        for n in range(chunks + 1):
+            if n == cancel_at:
+                sender.append(cancel(rid))
+            if n == chunks:
+                break
             if draw(st.integers(0, 2)) == 0:  # the model takes a while to make a chunk
-                ops.append(pause(draw(st.sampled_from(DURATIONS[:4]))))
-            ops.append(save(rid, draw(_payloads)))
+                sender.append(pause(draw(st.sampled_from(DURATIONS[:4]))))
+            sender.append(save(rid, draw(_payloads)))
             if draw(st.integers(0, 3)) == 0:
-                ops.append(mutate(0, draw(st.integers(0, 3))))
-        if draw(st.integers(0, 3)) == 0:
-            ops.append(cancel(rid))
-        if late_load:
-            ops.append(load(rid, on=on))
-            late_load = False
+                sender.append(mutate(0, draw(st.integers(0, 3))))
         if draw(st.integers(0, 4)) > 0:
-            ops.append(save(rid, draw(_payloads), True))
-        if draw(st.booleans()):
+            sender.append(save(rid, draw(_payloads), True))
+    receiver = [load(rid, on=on)]
+    for _ in range(draw(st.integers(0, 2))):
+        receiver += [cleanup(rid, on=on), load(rid, on=on)]
+    if draw(st.booleans()):
+        receiver.append(cleanup(rid, on=on))
+    ops: list[Op] = []
+    while sender or receiver:
+        pick = draw(st.integers(0, len(sender) + len(receiver) - 1))
+        side = sender if pick < len(sender) else receiver  # a uniform merge of the two
+        ops.append(side.pop(0))
+        if draw(st.integers(0, 4)) == 0:
             ops.append(settle())
-        if draw(st.booleans()):
-            ops.append(cleanup(rid, on=on))
-            if draw(st.booleans()):
-                ops.append(load(rid, on=on))
     return ops
 
 
@@ -216,7 +222,7 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
         # Between two calls the scheduler polls, now and then lets everything settle or
         # does other work for a while; now and then a call of the adapter's threads is
         # slow, which holds it in flight across the scheduler's next calls (a race window
-        # held open, as delay injection does).
+        # held open, as delay injection does); a middle stage relays now and then.
         between = draw(st.integers(0, 19))
         if between < 4:
             ops.append(poll(on=draw(st.sampled_from(receivers))))
@@ -226,8 +232,10 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
             ops.append(pause(draw(st.sampled_from(DURATIONS[:3]))))
         elif between == 8:
             what = draw(st.sampled_from(("get", "put", "build")))
-            seconds = draw(st.sampled_from(DURATIONS[1:4]))
+            seconds = draw(st.sampled_from(DURATIONS[1:5]))
             ops.append(slow(what, None, seconds, draw(st.integers(1, 2))))
+        elif between == 9 and topology == "three-stage":
+            ops.append(relay())  # the middle hands on what it has while the program runs
     return ops
 
 

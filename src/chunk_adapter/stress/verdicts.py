@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..bed.crashes import Crash
+from ..bed.waiting import FREE_STOP_BOUND, UNKNOWN_JOIN_STOP_BOUND, blocked_stop_bound
 from ..history import History
 from ..oracles import check
 from .accounting import stats_mismatches
@@ -38,33 +39,10 @@ __all__ = [
     "switch_interval",
 ]
 
-FREE_STOP_BOUND = 0.25
-"""Seconds ``stop()`` may take when nothing is blocked (the contract: well under 0.1 s)."""
-
 TINY_SWITCH_INTERVAL = 1e-6
 """Seconds between forced thread switches when shaking races (CPython's default: 0.005)."""
 
 MAX_LISTED = 25  # failures listed per check before "... and N more"
-
-
-def blocked_stop_bound(join_timeout: float | None) -> float:
-    """Seconds ``stop()`` may take when a build, put or get is blocked forever.
-
-    The contract: within the join timeout. Allowed: 1.5 x that plus 0.25 s of
-    scheduling slack, far above the milliseconds a correct adapter overshoots
-    by, and below the 2 x of joining each thread with the full timeout. When the
-    adapter's join timeout is unknown (``None``: it exposes no ``join_timeout``),
-    the bound is :data:`UNKNOWN_JOIN_STOP_BOUND`, what any sane join timeout keeps.
-    """
-    if join_timeout is None:
-        return UNKNOWN_JOIN_STOP_BOUND
-    return 1.5 * join_timeout + 0.25
-
-
-UNKNOWN_JOIN_STOP_BOUND = 5.0
-"""Seconds ``stop()`` may take with work blocked forever when the suite cannot read the
-adapter's join timeout (R18): an adapter that keeps its own (say 2 s) must not be held
-to the reference's 1 s. The same 5 s the examples stage's stop probe allows."""
 
 
 SETTLE_SECONDS = 2.0

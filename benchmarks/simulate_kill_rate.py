@@ -1,0 +1,85 @@
+"""Kill rate of the ``simulate`` stage alone over tests/quality (issue 24's table).
+
+Runs ``chunk-adapter verify --stage simulate`` (ci profile: derandomized, the same
+worlds every run) on every broken adapter of ``test_verify_catalogue.CATALOGUE``
+and of ``tests/quality/unnamed`` (``UNNAMED``), two at a time, and prints one row
+each: exit code, whether a rule of the bug (or the liveness rule its loss shows
+first as) comes first, time to verdict, and the shrunk world's scheduler ops.
+
+    python benchmarks/simulate_kill_rate.py [--jobs 2] [--only SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.quality.test_verify_catalogue import CATALOGUE  # noqa: E402
+from tests.quality.unnamed import UNNAMED  # noqa: E402
+
+LIVENESS = {"R11", "R23"}
+
+
+def run(spec: str, expected: set[str]) -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        start = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", spec,
+             "--stage", "simulate", "--json", str(report)],
+            cwd=ROOT, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        seconds = time.monotonic() - start
+        rules: list[str] = []
+        ops = None
+        if report.exists():
+            for check in json.loads(report.read_text())["checks"]:
+                if check["stage"] == "simulate":
+                    rules = check["rules"]
+                    ops = (check.get("extra") or {}).get("scheduler_ops")
+    right = bool(rules) and rules[0] in expected | LIVENESS
+    return {"spec": spec, "exit": proc.returncode, "rules": rules, "right": right,
+            "seconds": round(seconds, 1), "ops": ops}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    cases = {f"tests.quality.{name}": rules for name, rules in CATALOGUE.items()}
+    cases.update(UNNAMED)
+    cases = {k: v for k, v in cases.items() if args.only in k}
+    with ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(lambda kv: run(*kv), cases.items()))
+    for group in ("tests.quality.unnamed.", "tests.quality.broken", "tests.quality.plain"):
+        for row in rows:
+            if str(row["spec"]).startswith(group):
+                print(json.dumps(row))
+    for label in ("catalogue", "unnamed"):
+        chosen = [r for r in rows if ("unnamed" in str(r["spec"])) == (label == "unnamed")]
+        if not chosen:
+            continue
+        found = [r for r in chosen if r["exit"] == 1]
+        right = [r for r in found if r["right"]]
+        small = [r for r in found if isinstance(r["ops"], int) and r["ops"] <= 8]
+        times = [float(str(r["seconds"])) for r in found]
+        print(
+            f"{label}: exit 1 on {len(found)}/{len(chosen)}, right rule first {len(right)}, "
+            f"shrunk to <= 8 ops {len(small)}/{len(found)}, median time to verdict "
+            f"{statistics.median(times) if times else float('nan'):.1f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()
