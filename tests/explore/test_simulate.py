@@ -37,6 +37,7 @@ from chunk_adapter.explore.scenario import (  # noqa: E402
     outage,
     pause,
     poll,
+    relay,
     save,
     settle,
     slow,
@@ -165,6 +166,26 @@ def test_a_stop_that_joins_a_thread_blocked_in_a_slow_build_breaks_r18() -> None
     )  # fmt: skip
     execution = run(world, "tests.quality.broken_stress:stop_joins_forever")
     assert rules_of(execution) == ["R18"] and "took 60 s" in execution.failures[0].message
+    assert run(world).ok
+
+
+@pytest.mark.rule("R7")
+def test_a_lock_made_at_import_that_holds_another_adapters_build_breaks_r7() -> None:
+    """A class attribute lock made at import is controlled (a stand-in per execution, not
+    an uncontrolled thread), and a chunk of one adapter that waits on it, its SAVE side
+    idle, while another adapter's slow build holds it, is R7: adapters share nothing."""
+    world = Scenario(
+        "w",
+        (
+            load("a", on="middle"), load("a"), save("a", [1]), settle(),
+            slow("build", None, 10.0), save("a", [2]), relay(), save("a", [3], True),
+            settle(), relay(), settle(), relay(),
+        ),
+        topology="three-stage", notify=True, **{**WORLD, "stage_ids": (0, 1, 2)},
+    )  # fmt: skip
+    execution = run(world, "tests.quality.broken_stall:global_build_lock")
+    assert rules_of(execution)[:1] == ["R7"], execution.failures
+    assert "waited 10 s" in execution.failures[0].message
     assert run(world).ok
 
 

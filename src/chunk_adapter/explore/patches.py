@@ -44,7 +44,7 @@ from .primitives import ControlledCondition, ControlledEvent, ControlledRuntime,
 from .queues import ControlledSimpleQueue
 from .tasks import Aborted, Task
 
-__all__ = ["ACTIVE", "REPLACEMENTS", "controlling", "installed"]
+__all__ = ["ACTIVE", "REPLACEMENTS", "controlling", "installed", "routed_lock"]
 
 _THREADING = vars(threading)
 # Code in threading.py that builds primitives a task must get controlled: the
@@ -265,11 +265,13 @@ def _is_alive(self: threading.Thread) -> bool:
 
 
 class _RoutedLock:
-    """Stands in for a module-level real lock: tasks share one controlled lock per
-    execution (a real lock held across a switch point would block for real)."""
+    """Stands in for a real lock made before the execution (at import: a module's or a
+    class's lock): tasks share one controlled lock per execution (a real lock held
+    across a switch point would block for real); other threads use the real one."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, reentrant: bool = False) -> None:
         self.inner = inner
+        self.reentrant = reentrant
         self._per_execution: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def _lock(self) -> Any:
@@ -278,7 +280,7 @@ class _RoutedLock:
             return self.inner
         lock = self._per_execution.get(rt.ctl)
         if lock is None:
-            lock = self._per_execution[rt.ctl] = rt.Lock()
+            lock = self._per_execution[rt.ctl] = rt.RLock() if self.reentrant else rt.Lock()
         return lock
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -300,6 +302,20 @@ class _RoutedLock:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # _at_fork_reinit and friends
+
+
+_RLOCK_TYPES = (type(real.RLock()), threading._PyRLock)  # type: ignore[attr-defined]
+
+
+def routed_lock(value: Any) -> _RoutedLock | None:
+    """A stand-in for *value* if it is a real ``Lock`` or ``RLock`` (:class:`_RoutedLock`),
+    else ``None``: what :mod:`.substitute` puts where a module or a class keeps a lock it
+    made at import."""
+    if isinstance(value, real.LockType):
+        return _RoutedLock(value)
+    if isinstance(value, _RLOCK_TYPES):
+        return _RoutedLock(value, reentrant=True)
+    return None
 
 
 class _DropAborted(logging.Filter):

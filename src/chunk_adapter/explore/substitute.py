@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import InvalidValue
-from .patches import REAL_ONLY, REPLACEMENTS
+from .patches import REAL_ONLY, REPLACEMENTS, routed_lock
 
 __all__ = ["candidate_modules", "named_modules", "reached_modules", "rebound"]
 
@@ -173,8 +173,11 @@ def candidate_modules(
 
 @contextmanager
 def rebound(modules: Sequence[ModuleType]) -> Iterator[None]:
-    """Point names bound to real threading/time/queue objects in *modules* at the routers."""
-    saved: list[tuple[ModuleType, str, Any]] = []
+    """Point names bound to real threading/time/queue objects in *modules* at the routers,
+    and put a stand-in (:func:`.patches.routed_lock`) for every real ``Lock`` or ``RLock``
+    the modules, or the classes defined in them, made at import: tasks share a controlled
+    one per execution instead of blocking on the real one."""
+    saved: list[tuple[Any, str, Any]] = []
     try:
         for module in modules:
             for name, value in list(vars(module).items()):
@@ -182,7 +185,22 @@ def rebound(modules: Sequence[ModuleType]) -> Iterator[None]:
                 if entry is not None and entry[0] is value:
                     saved.append((module, name, value))
                     setattr(module, name, entry[1])
+                    continue
+                _route_locks(module, name, value, saved)
+                if isinstance(value, type) and value.__module__ == module.__name__:
+                    for attr, held in list(vars(value).items()):
+                        _route_locks(value, attr, held, saved)
         yield
     finally:
-        for module, name, value in reversed(saved):
-            setattr(module, name, value)
+        for owner, name, value in reversed(saved):
+            setattr(owner, name, value)
+
+
+def _route_locks(owner: Any, name: str, value: Any, saved: list[tuple[Any, str, Any]]) -> None:
+    stand_in = routed_lock(value)
+    if stand_in is not None:
+        try:
+            setattr(owner, name, stand_in)
+        except (AttributeError, TypeError):  # a class that refuses new attributes keeps its own
+            return
+        saved.append((owner, name, value))
