@@ -184,3 +184,46 @@ def test_other_threads_get_the_real_things_meanwhile() -> None:
     assert seen == {"lock": "lock", "now": seen["now"], "task lock": "ControlledLock"}
     assert seen["now"] != 0.0  # the real clock, not the virtual one
     assert type(threading.Lock()).__name__ == "lock"  # and everything is restored
+
+
+class _HoldsLocksMadeAtImport:
+    lock = threading.Lock()
+    rlock = threading.RLock()
+
+
+def test_locks_made_at_import_get_a_controlled_stand_in_and_are_given_back() -> None:
+    """A class's (or a module's) lock made at import: tasks share a controlled one per
+    execution, so two tasks contending on it are explored, not blocked for real; once the
+    exploration ends the class holds its own lock again."""
+    import sys
+
+    from chunk_adapter.explore.substitute import rebound
+
+    real_lock, real_rlock = _HoldsLocksMadeAtImport.lock, _HoldsLocksMadeAtImport.rlock
+    orders: set[tuple[str, ...]] = set()
+    strategy = DfsStrategy(preemption_bound=2)
+    with rebound([sys.modules[__name__]]):
+        assert _HoldsLocksMadeAtImport.lock is not real_lock
+        while strategy.start_execution():
+            order: list[str] = []
+
+            def main(order: list[str] = order) -> None:
+                def work(name: str) -> None:
+                    with _HoldsLocksMadeAtImport.lock, _HoldsLocksMadeAtImport.rlock:
+                        with _HoldsLocksMadeAtImport.rlock:  # re-entered
+                            order.append(name)
+                            time.sleep(1.0)  # a switch point with both held: virtual time
+
+                threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+
+            ctl = _run(Controller(strategy, wall_timeout=10.0), main)
+            assert not ctl.failures, ctl.failures
+            orders.add(tuple(order))
+        assert not real_lock.locked()  # the tasks never took the real one
+    assert orders == {("a", "b"), ("b", "a")}
+    assert _HoldsLocksMadeAtImport.lock is real_lock
+    assert _HoldsLocksMadeAtImport.rlock is real_rlock
