@@ -209,10 +209,12 @@ def test_locks_made_at_import_get_a_controlled_stand_in_and_are_given_back() -> 
 
             def main(order: list[str] = order) -> None:
                 def work(name: str) -> None:
-                    with _HoldsLocksMadeAtImport.lock, _HoldsLocksMadeAtImport.rlock:
-                        with _HoldsLocksMadeAtImport.rlock:  # re-entered
-                            order.append(name)
-                            time.sleep(1.0)  # a switch point with both held: virtual time
+                    held = _HoldsLocksMadeAtImport
+                    with held.lock, held.rlock:
+                        assert held.rlock.acquire()  # re-entered
+                        order.append(name)
+                        time.sleep(1.0)  # a switch point with both held: virtual time
+                        held.rlock.release()
 
                 threads = [threading.Thread(target=work, args=(n,)) for n in "ab"]
                 for t in threads:
