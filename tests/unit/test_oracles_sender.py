@@ -41,6 +41,13 @@ CASES = [
     case("R4", "fires-when-the-payload-is-not-built-from-the-snapshot",
          [do.save("r", ["a"]), do.build("r", ["a", "mutated"]), do.put("r_1_0", ["a", "mutated"])],
          fires("R4")),
+    case(("R11", "R4"), "a-lost-final-is-r11-not-a-snapshot-fault-of-the-next-stream",
+         # the final's one put failed and was not retried; the next stream's chunk then
+         # belongs to that stream, not to a mutated snapshot of the first
+         [do.save("r", "end", True), do.build("r", "end", True),
+          do.put("r_1_0", "end", True, **FAIL), do.save("r", "b"), do.build("r", "b"),
+          do.put("r_1_0", "b")],
+         only("R11")),
     case("R4", "quiet-without-builder-records-when-data-is-the-snapshot",
          [do.save("r", ["a"]), do.put("r_1_0", ["a"])],
          quiet(),

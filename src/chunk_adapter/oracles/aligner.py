@@ -217,6 +217,8 @@ class Aligner:
                     f"(pending saves: {pending!r})",
                     op.key,
                 )
+            elif (later := self._later_stream(snap, op)) is not None:
+                self._lost_final(stream, later, snap, op)
             else:
                 self.violation(
                     "R4",
@@ -233,6 +235,33 @@ class Aligner:
         self._cancel_rules(save, op)
         self.pending_at = j + 1
         self.failures = 0
+
+    def _later_stream(self, snap: Any, op: ConnectorOp) -> int | None:
+        """The index of a later stream of the request with a chunk saved from *snap* before
+        *op*, when this stream's final was saved before *op* too: then *op* is that
+        stream's chunk, put while this stream's final never was."""
+        final = self.streams[self.stream_at].final
+        if final is None or final.begin > op.begin:
+            return None
+        for index in range(self.stream_at + 1, len(self.streams)):
+            if any(s.args[0] == snap and s.begin < op.begin for s in self.streams[index].nonfinals):
+                return index
+        return None
+
+    def _lost_final(self, stream: _Stream, later: int, snap: Any, op: ConnectorOp) -> None:
+        """A stream ended without its final put (R11, not a snapshot fault): say so once and
+        align *op* with the stream it belongs to."""
+        assert stream.final is not None
+        self.violation(
+            "R11",
+            f"the final chunk saved from {stream.final.args[0]!r} was never put: a chunk of a "
+            f"later stream of the request (built from {snap!r}) was put instead",
+            op.key,
+        )
+        self.stream_at, self.pending_at, self.failures = later, 0, 0
+        self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
+        self.started_after = {}
+        self._nonfinal(op)
 
     def _consume_mutated(self, nonfinals: list[CallRecord], op: ConnectorOp) -> None:
         """The put of a mutated object (R4) is still the put of one pending save.
