@@ -230,9 +230,10 @@ def _hop(hops: tuple[Hop, ...], hop: Hop) -> str:
     return f" [hop {hop.label}]" if len(hops) > 1 else ""
 
 
-HELD = 0.5
+HELD = 1.5
 """Virtual seconds a saved chunk may wait, its adapter's SAVE side idle, while another
-adapter's build or put is in flight (:func:`held_failures`)."""
+adapter's build or put is in flight (:func:`held_failures`): above any wait timeout a
+SAVE thread that is woken late (not notified) could sleep out."""
 
 
 def held_failures(

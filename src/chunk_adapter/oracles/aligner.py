@@ -335,7 +335,15 @@ class Aligner:
                 (b is not None and (b.outcome == "error" or b.result is None))
                 or (not self.have_builds and s.args[0] is None)
             )
-            if not explained:
+            if not explained and any(c.begin < self.prev_final_end for c in self.cancels):
+                self.violation(
+                    "R6",
+                    "final chunk put with data None, but the request's cancel_sender was used "
+                    "up by an earlier final: a cancel marks the next final put, and only that "
+                    f"one (expected data from {s.args[0]!r})",
+                    op.key,
+                )
+            elif not explained:
                 self.violation(
                     "R7",
                     f"final chunk put with data None, but the request was not cancelled and its "
