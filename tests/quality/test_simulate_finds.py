@@ -27,6 +27,7 @@ FOUND = [
     "broken_deep:reuse_drops_queued",
     "broken_deep:shallow_snapshot",
     "broken_explore:LostWakeup",
+    "broken_explore:NoTokenCheck",
     "broken_explore:TwoSaveThreads",
     "broken_explore:WaitNotInLoop",
     "broken_stall:backoff_recv",
@@ -38,6 +39,7 @@ FOUND = [
     "broken_stateful:id_bumped_before_put",
     "broken_stateful:load_not_idempotent",
     "broken_stateful:missing_snapshot",
+    "broken_stateful:missing_token_check",
     "broken_stateful:none_payload_uses_id",
     "broken_stateful:poll_no_swap",
     "broken_stress:builds_in_save_async",
@@ -46,9 +48,11 @@ FOUND = [
     "broken_stress:head_of_line_recv",
     "broken_stress:puts_after_stop",
     "broken_stress:save_dies_on_put_error",
+    "broken_stress:stop_joins_forever",
     "broken_stress:stop_without_notify",
     "broken_two_bugs:snapshot_and_swap",
     "broken_verify:deadlocks_in_save",
+    "broken_verify:hangs_in_stop",
     "plain_threading_adapter:PlainChunkAdapter",
 ]
 
