@@ -36,6 +36,7 @@ __all__ = [
     "call_in_thread",
     "holds_for",
     "join_bound",
+    "shown_stop_bound",
     "stopping",
     "wait_until",
 ]
@@ -70,17 +71,25 @@ adapter's join timeout (R18): an adapter that keeps its own (say 2 s) must not b
 to the reference's 1 s. The same 5 s the examples stage's stop probe allows."""
 
 
+def shown_stop_bound(shown: float | None) -> float:
+    """:func:`blocked_stop_bound` for a join timeout the adapter shows (a ``join_timeout``
+    attribute) but was not surely given: it only ever loosens the bound (it may mean
+    something else: milliseconds, one thread's share), and the reference's 1 s is never
+    assumed. ``None``: it shows none."""
+    if shown is None:
+        return blocked_stop_bound(None)
+    return max(blocked_stop_bound(None), blocked_stop_bound(shown))
+
+
 def join_bound(adapter: Any) -> float:
-    """:func:`blocked_stop_bound` for *adapter* as it shows itself: a ``join_timeout``
-    attribute that is a number only ever loosens the bound (it may mean something else:
-    milliseconds, one thread's share), and the reference's 1 s is never assumed."""
+    """:func:`shown_stop_bound` for *adapter*'s ``join_timeout`` attribute, if a number."""
     try:
         shown = getattr(adapter, "join_timeout", None)
     except Exception:  # an adapter whose attribute lookup raises shows no join timeout
         shown = None
     if isinstance(shown, (int, float)) and not isinstance(shown, bool):
-        return max(blocked_stop_bound(None), blocked_stop_bound(float(shown)))
-    return blocked_stop_bound(None)
+        return shown_stop_bound(float(shown))
+    return shown_stop_bound(None)
 
 
 class Hang(AssertionError):

@@ -279,7 +279,9 @@ def held_failures(
             continue
         if isinstance(r, BuildCall):
             role = build_roles.get(id(r))
-            what = "build"
+            what = f"build of {r.request_id!r}"
+            if role is not None and (role, r.request_id) not in cancelled and begin < stopped:
+                events[role].append((begin, -1))
         elif isinstance(r, ConnectorOp) and r.op == "put":
             parsed = split_key(r.key)
             role = role_of_stage.get(parsed[1]) if parsed else None
@@ -288,11 +290,9 @@ def held_failures(
             continue
         if role is None:
             continue
-        busy[role].append((begin, end, what if what != "build" else f"build of {r.request_id!r}"))
+        busy[role].append((begin, end, what))
         if r.outcome == "error":
             failed_at[role] = min(failed_at.get(role, end), end)
-        if isinstance(r, BuildCall) and (role, r.request_id) not in cancelled and begin < stopped:
-            events[role].append((begin, -1))
     for role, happened in events.items():
         pending, since = 0, 0.0
         for at, step in sorted(happened, key=lambda e: (e[0], -e[1])):

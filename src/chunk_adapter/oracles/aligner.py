@@ -259,6 +259,7 @@ class Aligner:
             op.key,
         )
         self.stream_at, self.pending_at, self.failures = later, 0, 0
+        # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
         self.started_after = {}
         self._nonfinal(op)

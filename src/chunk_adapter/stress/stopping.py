@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..bed.waiting import shown_stop_bound
 from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from .report import DEFAULT_SEED, StressReport
@@ -94,10 +95,8 @@ def prompt_stop(
         shown = setting(adapter, "join_timeout", math.nan)
         if isinstance(known, (int, float)):
             slow = blocked_stop_bound(float(known))
-        elif math.isnan(shown):
-            slow = blocked_stop_bound(None)
         else:
-            slow = max(blocked_stop_bound(None), blocked_stop_bound(shown))
+            slow = shown_stop_bound(None if math.isnan(shown) else shown)
 
         def bound(side: str) -> float:
             return slow if blocked and side in (BLOCKED[state], "adapter") else FREE_STOP_BOUND
