@@ -74,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
         help="a module or package (dotted name) whose threads the explorer must also control, "
         "beyond the factory's module and the adapter class's modules (repeatable)",
     )
+    check.add_argument(
+        "--runtime",
+        choices=("auto", "greenlet", "thread"),
+        default=None,
+        help="what carries the explorer's tasks: greenlets on one thread (fast), real "
+        "threads, or auto (greenlets unless the adapter needs real threads; the default). "
+        "Failures are confirmed on real threads either way",
+    )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument(
         "-q", "--quiet", action="count", default=0, help="no progress on stderr, only the report"
@@ -145,6 +153,10 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"chunk-adapter verify: --max-seconds must be > 0, got {args.max_seconds}",
               file=sys.stderr)  # fmt: skip
         return 2
+    if args.runtime is not None:  # read where the explorer's runs are set up, in every worker
+        from .explore.carriers import RUNTIME_ENV
+
+        os.environ[RUNTIME_ENV] = args.runtime
     try:
         report = verify(
             args.adapter,

@@ -9,6 +9,16 @@ from chunk_adapter.explore import DfsStrategy, Strategy
 from chunk_adapter.explore.controller import Controller
 from chunk_adapter.explore.primitives import ControlledRuntime
 
+RUNTIME = ["thread"]
+"""What carries the tasks of the controllers made here (the ``each_runtime`` fixture sets
+it, so a test module runs once on threads and once on greenlets)."""
+
+
+def controller(strategy: Strategy, **kwargs: Any) -> Controller:
+    """A controller on :data:`RUNTIME` unless *kwargs* name one."""
+    kwargs.setdefault("runtime", RUNTIME[0])
+    return Controller(strategy, **kwargs)
+
 
 def run_program(
     fn: Callable[[ControlledRuntime], None], strategy: Strategy | None = None, **kwargs: Any
@@ -16,7 +26,7 @@ def run_program(
     """One execution of ``fn(runtime)`` as the scheduler thread; the finished controller."""
     strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
     assert strategy.start_execution()
-    ctl = Controller(strategy, **kwargs)
+    ctl = controller(strategy, **kwargs)
     runtime = ControlledRuntime(ctl)
     ctl.run(lambda: fn(runtime))
     return ctl
@@ -28,7 +38,7 @@ def every_execution(
     """Every execution *strategy* produces for ``fn``, as finished controllers."""
     out = []
     while strategy.start_execution():
-        ctl = Controller(strategy, **kwargs)
+        ctl = controller(strategy, **kwargs)
         runtime = ControlledRuntime(ctl)
         ctl.run(lambda rt=runtime: fn(rt))  # type: ignore[misc]
         out.append(ctl)

@@ -18,6 +18,8 @@ from chunk_adapter.explore.controller import ExplorerMisuse
 from chunk_adapter.explore.primitives import ControlledRuntime
 from tests.explore._programs import every_execution, run_program
 
+pytestmark = pytest.mark.usefixtures("each_runtime")  # every test on threads and greenlets
+
 
 def kinds(ctl: object) -> list[str]:
     return [f.kind for f in ctl.failures]  # type: ignore[attr-defined]

@@ -524,7 +524,7 @@ def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails(
     results = _proofs("tests.quality.broken_explore:LostWakeup")
     assert [r.verdict for r in results] == ["fail"], [(r.name, r.evidence) for r in results]
     assert results[0].name == "q7-stop-wakes-save / proof"
-    assert results[0].confirmation == "replayed once: failed again"
+    assert results[0].confirmation == "replayed once on threads: failed again"
     assert results[0].replay and "explore:q7-stop-wakes-save:1:" in results[0].replay
 
 

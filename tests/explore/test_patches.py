@@ -15,10 +15,15 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
+
 from chunk_adapter.explore import DfsStrategy, Strategy
 from chunk_adapter.explore.controller import Controller
 from chunk_adapter.explore.patches import ACTIVE, forget_executor_threads, installed
 from chunk_adapter.explore.primitives import ControlledRuntime
+from tests.explore._programs import controller
+
+pytestmark = pytest.mark.usefixtures("each_runtime")  # every test on threads and greenlets
 
 
 def _run(ctl: Controller, fn: Callable[[], None]) -> Controller:
@@ -36,13 +41,13 @@ def _run(ctl: Controller, fn: Callable[[], None]) -> Controller:
 def run_patched(fn: Callable[[], None], strategy: Strategy | None = None) -> Controller:
     strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
     assert strategy.start_execution()
-    return _run(Controller(strategy, wall_timeout=10.0), fn)
+    return _run(controller(strategy, wall_timeout=10.0), fn)
 
 
 def every_patched(fn: Callable[[], None], strategy: Strategy) -> list[Controller]:
     out = []
     while True:
-        ctl = Controller(strategy, wall_timeout=10.0)
+        ctl = controller(strategy, wall_timeout=10.0)
         if not strategy.start_execution():
             return out
         out.append(_run(ctl, fn))
@@ -222,7 +227,7 @@ def test_locks_made_at_import_get_a_controlled_stand_in_and_are_given_back() -> 
                 for t in threads:
                     t.join()
 
-            ctl = _run(Controller(strategy, wall_timeout=10.0), main)
+            ctl = _run(controller(strategy, wall_timeout=10.0), main)
             assert not ctl.failures, ctl.failures
             orders.add(tuple(order))
         assert not real_lock.locked()  # the tasks never took the real one

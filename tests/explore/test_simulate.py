@@ -237,7 +237,7 @@ def stage(spec: str, seconds: float = 90.0) -> list[Any]:
 def test_the_stage_confirms_a_failure_and_prints_a_test_and_a_replay_string() -> None:
     [result] = stage("tests.quality.broken_stateful:cleanup_keeps_ready")
     assert result.verdict == "fail" and result.rules[0] == "R16"
-    assert result.confirmation.startswith("replayed once: failed again")
+    assert result.confirmation.startswith("replayed once on threads: failed again")
     assert "the reference adapter passed it" in result.confirmation
     assert result.replay and result.replay.startswith("chunk-adapter replay 'sim:")
     assert "def test_generated_world_R16" in result.detail

@@ -50,7 +50,7 @@ def test_a_violation_is_confirmed_by_replay_and_the_printed_command_replays_it()
     # The stale value crosses the fence (R16); when the new registration also fetched
     # it, the oracles name the duplicate it makes (R15, R14) instead.
     assert {"R16", "R15"} & set(fail.rules), fail
-    assert fail.confirmation == "replayed once: failed again"
+    assert fail.confirmation == "replayed once on threads: failed again"
     assert fail.coverage.endswith("(stopped at the first failure)")
     assert fail.replay is not None and fail.replay.startswith("chunk-adapter replay 'explore:")
     string = fail.replay.split("'")[1]
@@ -104,7 +104,7 @@ def test_a_failure_that_does_not_replay_is_inconclusive() -> None:
     assert "fail" not in verdicts(results), [(r.name, r.evidence) for r in results]
     odd = next(r for r in results if r.verdict == "inconclusive")
     assert "did not reproduce on replay" in odd.evidence, odd
-    assert odd.confirmation == "replayed once: did not fail the same way"
+    assert odd.confirmation == "replayed once on threads: did not fail the same way"
     assert odd.replay is not None and "explore:pipeline/q1-save-snapshot-enqueue:" in odd.replay
     rest = [r for r in results if r is not odd and r.verdict != "pass"]
     assert all("time budget" in r.coverage or r.coverage.startswith("0 of") for r in rest), rest

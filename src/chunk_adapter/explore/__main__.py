@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--depth", type=int, default=3, help="PCT depth")
             p.add_argument("--executions", type=int, default=1000, help="PCT/random runs")
             p.add_argument("--budget", type=float, default=None, help="stop after S seconds")
+        p.add_argument(
+            "--runtime",
+            choices=("auto", "greenlet", "thread"),
+            default="auto",
+            help="what carries the tasks: greenlets on one thread (fast), real threads, or "
+            "auto (greenlets unless the adapter needs real threads); a schedule replays the "
+            "same on both",
+        )
         p.add_argument("--adapter", default=REFERENCE, help=f"factory spec (default {REFERENCE})")
         p.add_argument(
             "--substitute",
@@ -119,7 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (KeyError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    extra: dict[str, Any] = {"factory": factory, "substitute": tuple(args.substitute) or "auto"}
+    extra: dict[str, Any] = {
+        "factory": factory,
+        "substitute": tuple(args.substitute) or "auto",
+        "runtime": args.runtime,
+    }
     if args.command == "replay":
         execution = replay(chosen, args.schedule, **extra)
         if execution.ok:

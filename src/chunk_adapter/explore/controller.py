@@ -1,12 +1,11 @@
-"""The controller: real threads, one at a time, handed a baton by a strategy.
+"""The controller: tasks run one at a time, the turn handed on by a strategy.
 
-Every task (the scheduler-thread script and each thread the adapter starts) is
-a real :class:`threading.Thread`, but it runs only while it holds its *baton*
-(a :class:`threading.Lock` used as a binary semaphore). At every switch point
-the running task asks the strategy which task runs next and, if that is
-another task, releases that task's baton and waits for its own. So exactly one
-task runs at any moment, and the order of everything the tasks do is a pure
-function of the strategy's choices.
+Every task (the scheduler-thread script and each thread the adapter starts) has a
+carrier (:mod:`.carriers`): a real thread handed a baton, or a greenlet on one
+hub thread. At every switch point the running task asks the strategy which task
+runs next and, if that is another task, hands it the turn and waits for its own.
+So exactly one task runs at any moment, and the order of everything the tasks do
+is a pure function of the strategy's choices, whichever carrier runs them.
 
 Time is virtual: :attr:`Controller.now` moves only when no task can run, and
 then jumps to the earliest deadline of a blocked task. No task runnable and no
@@ -23,8 +22,10 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from . import real
+from .carriers import make_carrier
 from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
     Aborted,
@@ -57,16 +58,19 @@ __all__ = [
 ]
 
 
+_RUNNABLE = TaskState.RUNNABLE  # read at every step
+
+
 class Pruned(Exception):
     """Raised by a strategy's ``next_task`` to end the execution early without a verdict:
     everything it could still reach was explored already (DPOR's sleep-set blocking)."""
 
 
 class Controller:
-    """Runs one execution: tasks, baton passing, the virtual clock, failure detection.
+    """Runs one execution: tasks, their turns, the virtual clock, failure detection.
 
     Invariant: outside :meth:`run`'s start and its abort, at most one task runs
-    at a time (the one whose baton is released: :attr:`current`). Decisions are
+    at a time (the one whose turn it is: :attr:`current`). Decisions are
     recorded under ``_lock`` and frozen when the execution ends, so a thread that
     comes back late (after an abort) cannot change the schedule already reported.
     """
@@ -78,8 +82,12 @@ class Controller:
         max_steps: int = 50_000,
         wall_timeout: float = 20.0,
         every_step: bool = False,
+        runtime: str = "thread",
     ) -> None:
         self.scheduler = scheduler
+        self.carrier = make_carrier(runtime)
+        self.runtime = self.carrier.name
+        self._key = self.carrier.key
         self.max_steps = max_steps
         # wall_timeout: real seconds one task may run without coming back before the execution
         # is abandoned as "uncontrolled": one hand-off's bound, not the execution's.
@@ -99,8 +107,8 @@ class Controller:
         self.foreign: list[str] = []  # threads seen using the explorer that it does not run
         self.progress = 0  # bumped by the wrappers on puts, values got and builds
         self.main_done = False
-        self.idents: set[int] = set()  # every task's thread ident, finished or not
-        self._by_ident: dict[int, Task] = {}
+        self.idents: set[int] = set()  # every OS thread ident tasks ran on, finished or not
+        self._by_key: dict[Any, Task] = {}  # the carrier's key of each running task
         self._aborting = False
         self._frozen = False
         # _lock (a real lock: the controller never uses patched primitives) guards
@@ -134,9 +142,7 @@ class Controller:
 
     def run(self, main: Callable[[], None]) -> None:
         """Run *main* as the scheduler-thread task and everything it starts, to the end."""
-        task = self.spawn(main, "scheduler", is_main=True)
-        self.current = task
-        task.baton.release()
+        self.carrier.run(self, main)
         pulse, since = -1, real.monotonic()
         crawl = Crawl(self.steps, self.now)
         while not self._done.wait(min(self.wall_timeout, 0.5)):
@@ -151,7 +157,6 @@ class Controller:
             if crawled is not None:
                 self._add_failure(crawled)
                 break
-                break
         if self.before_finish is not None:
             self.before_finish()
         self.finish()
@@ -165,17 +170,18 @@ class Controller:
                 # First: whatever else went wrong may be its consequence.
                 self.failures.insert(0, foreign(self.foreign))
 
+    @property
+    def done(self) -> bool:
+        """The execution is over (every task finished, or a failure or the strategy ended it)."""
+        return self._done.is_set()
+
+    @property
+    def aborting(self) -> bool:
+        return self._aborting
+
     def _abort_all(self) -> None:
         self._aborting = True
-        for task in self.tasks:
-            if task.state is TaskState.FINISHED or task.thread is None:
-                continue
-            # A blocked task wakes and raises Aborted; a free baton (RuntimeError) means
-            # the task is about to take it, and raises Aborted once it has.
-            with contextlib.suppress(RuntimeError):
-                task.baton.release()
-            stuck = task is self.current and not self._done.is_set()
-            real.thread_join(task.thread, 0.05 if stuck else self.wall_timeout)
+        self.carrier.abort(self, stuck=not self._done.is_set())
 
     # -- tasks ------------------------------------------------------------
 
@@ -187,29 +193,21 @@ class Controller:
         is_main: bool = False,
         thread: threading.Thread | None = None,
     ) -> Task:
-        """A new task running *target*: on a new thread, or on *thread* (a ``Thread`` the
+        """A new task running *target*: on a new carrier, or on *thread* (a ``Thread`` the
         code under test made and started: its ``run`` is wrapped, so ``current_thread()``
         inside it is that object)."""
-        baton = real.allocate_lock()
-        baton.acquire()
-        task = Task(len(self.tasks), name, baton)
+        task = Task(len(self.tasks), name)
         self.tasks.append(task)
         self.touch(("task", task.tid), "w")
         body = functools.partial(self._body, task, target, is_main)
-        if thread is None:
-            thread = real.Thread(target=body, name=name, daemon=True)
-        else:
-            thread.run = body  # type: ignore[method-assign]
-            thread.daemon = True  # an abandoned task must never keep the process alive
-        task.thread = thread
-        real.thread_start(thread)
+        self.carrier.spawn(self, task, body, thread)
         return task
 
     def _body(self, task: Task, target: Callable[[], None], is_main: bool) -> None:
-        ident = real.get_ident()
-        self._by_ident[ident] = task
-        self.idents.add(ident)
-        task.baton.acquire()
+        key = self._key()
+        self._by_key[key] = task
+        self.idents.add(real.get_ident())
+        self.carrier.enter(task)
         # A read: ordered after the spawn (a write), but not against join and is_alive,
         # which see no difference between a thread that has not run yet and one running.
         self.touch(("task", task.tid), "r")
@@ -222,7 +220,7 @@ class Controller:
         except BaseException as exc:
             self._add_failure(task_failure(exc, task.name, is_main, self.now))
         finally:
-            self._by_ident.pop(ident, None)
+            self._by_key.pop(key, None)
         if is_main:
             self.main_done = True
         self.touch(("task", task.tid), "w")
@@ -235,13 +233,17 @@ class Controller:
                 self._reschedule(task)
 
     def is_task(self) -> bool:
-        """Whether the calling thread is one of this execution's running tasks."""
-        return real.get_ident() in self._by_ident
+        """Whether the caller is one of this execution's running tasks."""
+        return self._key() in self._by_key
+
+    def task_here(self) -> Task | None:
+        """The running task that calls, or ``None`` (another thread, or the hub itself)."""
+        return self._by_key.get(self._key())
 
     def me(self) -> Task:
-        task = self._by_ident.get(real.get_ident())
+        task = self._by_key.get(self._key())
         if task is None:
-            name = threading.current_thread().name
+            name = real.current_thread().name
             if not self._frozen:
                 self.note_foreign(f"thread {name!r} ran {caller()} (it used the explorer's "
                                   "primitives or connector)")  # fmt: skip
@@ -262,10 +264,13 @@ class Controller:
 
     def switch_point(self, label: str) -> None:
         """The running task is about to do *label*; the strategy may run another task first."""
-        task = self.me()
+        task = self._by_key.get(self._key())  # me(), inlined: this runs at every step
+        if task is None:
+            task = self.me()
         if self._aborting:
             raise Aborted
-        self.trace.append(Step(len(self.trace), task.tid, self.now, label))
+        trace = self.trace
+        trace.append(Step(len(trace), task.tid, self.now, label))
         task.points += 1
         self._reschedule(task)
 
@@ -314,7 +319,7 @@ class Controller:
             if not self._frozen:
                 self.failures.append(failure)
 
-    # -- the scheduling core (runs on the thread that gives up the baton) --
+    # -- the scheduling core (runs on the task that gives up the turn) --
 
     def _reschedule(self, me: Task) -> None:
         self.handoffs += 1
@@ -325,17 +330,14 @@ class Controller:
             return
         if nxt is not None:
             self.current = nxt
-            nxt.baton.release()
-        if me.state is TaskState.FINISHED:
-            return
-        me.baton.acquire()
-        if self._aborting:
+        self.carrier.hand(self, me, nxt)
+        if self._aborting and me.state is not TaskState.FINISHED:
             raise Aborted
 
     def _pick(self, me: Task) -> Task | None:
         if self._frozen or self._done.is_set():
             return None
-        runnable = [t for t in self.tasks if t.state is TaskState.RUNNABLE]
+        runnable = [t for t in self.tasks if t.state is _RUNNABLE]
         while not runnable:
             blocked = [t for t in self.tasks if t.state is TaskState.BLOCKED]
             if not blocked:

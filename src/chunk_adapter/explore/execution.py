@@ -23,6 +23,7 @@ from typing import Any
 from ..bed.waiting import join_bound
 from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
+from .carriers import choose
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
 from .footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist, watch_state
@@ -79,6 +80,11 @@ class Setup:
     """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
     memo: dict[Any, Any] = field(default_factory=dict)
     """What executions of this run ask of the factory's signature, asked once."""
+    runtime: str = "auto"
+    """What carries the tasks (:mod:`.carriers`): ``"greenlet"``, ``"thread"``, or
+    ``"auto"``, which :func:`prepared` resolves once it knows the adapter's modules."""
+    runtime_reason: str = ""
+    """Why :attr:`runtime` is what it is (one line, set by :func:`prepared`)."""
 
     def __post_init__(self) -> None:
         self.factory = loaded(self.factory)  # optional keywords it refuses are left out
@@ -157,6 +163,8 @@ def prepared(setup: Setup) -> Iterator[Control]:
             "in substitution mode: substitute='auto' (or substitute=[the adapter's modules])"
         )
     setup.control = control
+    if setup.runtime == "auto" or not setup.runtime_reason:
+        setup.runtime, setup.runtime_reason = choose(setup.runtime, control.modules)
     with controlled(control):
         yield control
 
@@ -166,7 +174,11 @@ def run_once(
 ) -> Execution:
     """Run *scenario* once under *scheduler*; the result carries the replay string."""
     ctl = Controller(
-        scheduler, max_steps=setup.max_steps, wall_timeout=setup.wall_timeout, every_step=every_step
+        scheduler,
+        max_steps=setup.max_steps,
+        wall_timeout=setup.wall_timeout,
+        every_step=every_step,
+        runtime="thread" if setup.runtime == "auto" else setup.runtime,
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))

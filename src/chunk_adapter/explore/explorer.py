@@ -50,6 +50,8 @@ class Report:
     """DPOR: executions run to their end, one per Mazurkiewicz trace (others were pruned)."""
     proof: bool = False
     """Run under :class:`ProofStrategy`: ``complete`` means every trace was checked."""
+    runtime: str = ""
+    """What carried the tasks, and why: ``"greenlet (the adapter's threads ...)"``."""
 
     @property
     def verdict(self) -> str:
@@ -75,6 +77,7 @@ class Report:
             f"{self.scenario.name} under {self.strategy}: {self.verdict} after "
             f"{self.executions} executions in {self.seconds:.2f} s "
             f"({self.per_second:.0f}/s)"
+            + (f" on the {self.runtime} runtime" if self.runtime else "")
         )
 
     def describe_failure(self) -> str:
@@ -146,6 +149,7 @@ def explore(
     wall_timeout: float = 20.0,
     substitute: Substitute = (),
     save_failure: bool = False,
+    runtime: str = "auto",
 ) -> Report:
     """Run *scenario* under every schedule *strategy* produces; stop at the first failure.
 
@@ -160,12 +164,14 @@ def explore(
     or once ``time_budget`` seconds have passed. ``save_failure`` writes a failure
     report to a new file (never overwriting one: parallel runs keep theirs) in
     ``$CHUNK_ADAPTER_EXPLORE_DIR`` or the temp directory; ``Report.saved_to`` names it.
+    ``runtime`` carries the tasks (:mod:`.carriers`): ``"greenlet"``, ``"thread"``, or
+    ``"auto"`` (greenlets unless the adapter needs real threads; ``Report.runtime`` says).
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"explore() takes a Scenario, got {scenario!r}")
     if not isinstance(strategy, Strategy):
         raise TypeError(f"explore() takes a Strategy (DfsStrategy(), ...), got {strategy!r}")
-    setup = _setup(factory, checker, max_steps, wall_timeout, substitute)
+    setup = _setup(factory, checker, max_steps, wall_timeout, substitute, runtime)
     executions = 0
     failure: Execution | None = None
     start = time.perf_counter()
@@ -191,6 +197,7 @@ def explore(
         _factory_spec(factory),
         traces=getattr(strategy, "traces", None),
         proof=bool(getattr(strategy, "proof", False)),
+        runtime=f"{setup.runtime} ({setup.runtime_reason})" if setup.runtime_reason else "",
     )
     if failure is not None and save_failure:
         report.saved_to = _save(report)
@@ -206,10 +213,12 @@ def replay(
     substitute: Substitute = (),
     max_steps: int = 50_000,
     wall_timeout: float = 20.0,
+    runtime: str = "auto",
 ) -> Execution:
     """Run *scenario* once more under the recorded *schedule* and return that execution
-    (a fresh adapter; ``substitute`` as for :func:`explore`)."""
-    setup = _setup(factory, checker, max_steps, wall_timeout, substitute)
+    (a fresh adapter; ``substitute`` and ``runtime`` as for :func:`explore`: a schedule
+    replays the same on either runtime)."""
+    setup = _setup(factory, checker, max_steps, wall_timeout, substitute, runtime)
     with prepared(setup):
         return run_once(scenario, ReplayStrategy(schedule), setup, every_step=False)
 
@@ -229,6 +238,7 @@ def _setup(
     max_steps: int,
     wall_timeout: float,
     substitute: Substitute,
+    runtime: str,
 ) -> Setup:
     """The :class:`Setup` of :func:`explore` and :func:`replay` (the reference adapter and
     the default checker unless given)."""
@@ -239,4 +249,5 @@ def _setup(
         wall_timeout=wall_timeout,
         substitute=substitute,
         wrap=default_wrap(),
+        runtime=runtime,
     )

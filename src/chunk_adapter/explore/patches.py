@@ -10,12 +10,14 @@ when) the adapter's threads make it.
 
 Routed: ``threading.Lock/RLock/Condition/Event``, ``queue.SimpleQueue``,
 ``time.monotonic/perf_counter/time/sleep`` and their ``_ns`` variants,
-``_thread.start_new_thread``, and ``threading.Thread.start/join/is_alive`` on the
-real class (so ``Thread`` subclasses and ``threading.Timer`` started by a task
-become tasks). ``Semaphore``, ``BoundedSemaphore``, ``Barrier``, ``Timer`` and
-``queue.Queue`` are the standard library's own Python classes, controlled
-through the primitives they build; the clocks they captured at import
-(``threading._time``, ``queue.time``) are routed too.
+``_thread.start_new_thread``, ``threading.current_thread/get_ident`` (a greenlet task
+sees its own ``Thread`` object and ident, :mod:`.carriers`), and
+``threading.Thread.start/join/is_alive`` on the real class (so ``Thread``
+subclasses and ``threading.Timer`` started by a task become tasks).
+``Semaphore``, ``BoundedSemaphore``, ``Barrier``, ``Timer`` and ``queue.Queue``
+are the standard library's own Python classes, controlled through the
+primitives they build; the clocks they captured at import (``threading._time``,
+``queue.time``) are routed too.
 
 Not routed, on purpose: calls from module-level code (an import made by a task
 must not leave a controlled primitive in a module for the next execution), from
@@ -203,6 +205,27 @@ def sleep(seconds: float) -> None:
         real.sleep(seconds)
 
 
+def current_thread() -> threading.Thread:
+    task = _green_task()
+    return task.thread if task is not None and task.thread is not None else real.current_thread()
+
+
+def get_ident() -> int:
+    task = _green_task()
+    if task is not None and task.thread is not None and task.thread.ident is not None:
+        return task.thread.ident
+    return real.get_ident()
+
+
+def _green_task() -> Task | None:
+    """The greenlet task calling, if any: its OS thread is the hub, shared with every task,
+    so the thread identity code sees is the task's (threads keep their own)."""
+    rt = ACTIVE.runtime
+    if rt is None or rt.ctl.runtime != "greenlet":
+        return None
+    return rt.ctl.task_here()
+
+
 def start_new_thread(function: Callable[..., Any], args: Any, kwargs: Any = None) -> int:
     rt = controlling()
     if rt is None:
@@ -336,6 +359,9 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (threading, "Condition", Condition),
     (threading, "Event", Event),
     (threading, "_time", monotonic),
+    (threading, "current_thread", current_thread),
+    (threading, "get_ident", get_ident),
+    (_thread, "get_ident", get_ident),
     (threading.Thread, "start", _start),
     (threading.Thread, "join", _join),
     (threading.Thread, "is_alive", _is_alive),
@@ -368,6 +394,8 @@ REPLACEMENTS: dict[int, tuple[Any, Any]] = {
         (real.wall_time_ns, wall_time_ns),
         (real.sleep, sleep),
         (real.start_new_thread, start_new_thread),
+        (real.current_thread, current_thread),
+        (real.get_ident, get_ident),
     ]
 }
 """``id(real object) -> (real object, router)``: what :mod:`.substitute` rebinds in modules

@@ -13,8 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from _thread import LockType, allocate_lock, get_ident, start_new_thread
+from _thread import _local as local_type
 from queue import SimpleQueue
-from threading import Condition, Event, Lock, RLock, Thread
+from threading import Condition, Event, Lock, RLock, Thread, current_thread
 from time import monotonic, monotonic_ns, perf_counter, perf_counter_ns, process_time, sleep
 
 __all__ = [
@@ -26,7 +27,9 @@ __all__ = [
     "SimpleQueue",
     "Thread",
     "allocate_lock",
+    "current_thread",
     "get_ident",
+    "local_type",
     "monotonic",
     "monotonic_ns",
     "perf_counter",

@@ -7,8 +7,9 @@ must mean a bug, so a failing world is reported only once it is
 
 * **shrunk** (world and schedule together, to the fewest scheduler ops that
   still fail with the same root rule),
-* **replayed** from its replay string on a fresh adapter and seen to fail the
-  same way again, and
+* **replayed** from its replay string on a fresh adapter, on real threads
+  (:data:`~.carriers.CONFIRM_RUNTIME`; the worlds run on greenlets when they can),
+  and seen to fail the same way again, and
 * **passed by the reference adapter** (twenty random schedules of the same
   world): a world the reference fails too is the suite judging wrongly, and
   says so, *inconclusive*.
@@ -35,6 +36,7 @@ from ..factory import (
 )
 from ..outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ..profiles import current_profile, example_database
+from .carriers import CONFIRM_RUNTIME
 from .codec import encode
 from .control import plan_control
 from .execution import Execution
@@ -146,6 +148,7 @@ def _coverage(sim: Simulation, planned: int) -> str:
     skipped = sum(sim.skipped.values())
     why = ", ".join(f"{n} {k}" for k, n in sorted(sim.skipped.items()))
     text = f"{sim.worlds} of {planned} worlds ({sim.executions} executions)"
+    text += f" on the {sim.runtime} runtime" if sim.runtime else ""
     return text + (f"; {skipped} skipped ({why})" if skipped else "")
 
 
@@ -185,7 +188,7 @@ def _judge(
     for candidate in (sim.found, sim.first):
         again = replay_world(
             candidate.world, candidate.execution.schedule, factory,
-            wall_timeout=wall, substitute=substitute,
+            wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
         )  # fmt: skip
         if again.failures and signature(again.failures) == signature(candidate.execution.failures):
             confirmed = candidate
@@ -202,16 +205,17 @@ def _judge(
             f"explorer's control (real time, a thread it does not run, randomness in the "
             f"adapter); first run: {_first_line(first.message)}",
             detail=_describe(failed, ctx), replay=command, seconds=seconds,
-            confirmation="replayed: did not fail the same way", coverage=coverage,
+            confirmation=f"replayed on {CONFIRM_RUNTIME}s: did not fail the same way",
+            coverage=coverage,
         )  # fmt: skip
-    confirmation = "replayed once: failed again"
+    confirmation = f"replayed once on {CONFIRM_RUNTIME}s: failed again"
     if calibration_reference(factory) is not None:
         # the reference must pass the world: the shrunk one, else the world as drawn
         bad = reference_fails(world, wall_timeout=wall)
         if bad is not None and confirmed is not sim.first:
             again = replay_world(
                 sim.first.world, sim.first.execution.schedule, factory,
-                wall_timeout=wall, substitute=substitute,
+                wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
             )  # fmt: skip
             first_sig = signature(sim.first.execution.failures)
             if (

@@ -95,6 +95,8 @@ class Simulation:
     out_of_time: bool = False
     seconds: float = 0.0
     executions: int = 0
+    runtime: str = ""
+    """What carried the tasks, and why (:mod:`.carriers`)."""
 
 
 def scheduler_ops(world: Scenario) -> int:
@@ -151,7 +153,12 @@ def run_world(world: Scenario, strategy: Strategy, setup: Setup) -> list[Executi
 
 
 def sim_setup(
-    factory: AdapterFactory, *, wall_timeout: float, max_steps: int, substitute: Any = "auto"
+    factory: AdapterFactory,
+    *,
+    wall_timeout: float,
+    max_steps: int,
+    substitute: Any = "auto",
+    runtime: str = "auto",
 ) -> Setup:
     """How every world's execution is built and judged."""
     return Setup(
@@ -161,6 +168,7 @@ def sim_setup(
         wall_timeout=wall_timeout,
         substitute=substitute or "auto",
         wrap=default_wrap(),
+        runtime=runtime,
     )
 
 
@@ -249,6 +257,7 @@ def simulate(
         report_multiple_bugs=False,
     )
     with prepared(setup):
+        sim.runtime = f"{setup.runtime} ({setup.runtime_reason})"
         # no failing world (NoSuchExample), or stopped: what was seen is in sim either way
         with contextlib.suppress(_Stop, HypothesisException):
             find(
@@ -327,10 +336,16 @@ def replay_world(
     wall_timeout: float = 10.0,
     max_steps: int = 30_000,
     substitute: Any = "auto",
+    runtime: str = "auto",
 ) -> Execution:
-    """*world* once more under the recorded *schedule*, on a fresh adapter."""
+    """*world* once more under the recorded *schedule*, on a fresh adapter (on either
+    runtime: a schedule replays the same on both)."""
     setup = sim_setup(
-        factory, wall_timeout=wall_timeout, max_steps=max_steps, substitute=substitute
+        factory,
+        wall_timeout=wall_timeout,
+        max_steps=max_steps,
+        substitute=substitute,
+        runtime=runtime,
     )
     with prepared(setup):
         return run_world(world, ReplayStrategy(schedule), setup)[-1]

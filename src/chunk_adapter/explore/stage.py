@@ -10,7 +10,8 @@ inside the stage's deadline. A red must mean a bug, so:
 * a thread the explorer cannot control, or a block on something it does not
   see (``uncontrolled``), makes the stage *inconclusive*, naming the thread and
   the fix — never a violation; so does a schedule that diverges on replay;
-* a failure is replayed once from its replay string on a fresh adapter before it
+* a failure is replayed once from its replay string on a fresh adapter, on real
+  threads (the runs use greenlets when they can, :mod:`.carriers`), before it
   is reported: a ``fail`` only if it fails again the same way, else
   *inconclusive* (the run was not deterministic);
 * each scenario run that was cut short by the time budget is *inconclusive*,
@@ -26,6 +27,7 @@ from ..errors import InvalidValue
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext
 from ..profiles import current_profile
+from .carriers import CONFIRM_RUNTIME
 from .control import Control, plan_control
 from .controller import Failure
 from .execution import Execution
@@ -175,6 +177,7 @@ def _judge(
         factory=factory,
         substitute=tuple(ctx.substitute) or "auto",
         wall_timeout=wall,
+        runtime=CONFIRM_RUNTIME,
     )
     seconds = report.seconds + time.perf_counter() - start
     if not _same_failure(failed.failures, again.failures):
@@ -186,14 +189,15 @@ def _judge(
             f"in the adapter (control: {control.describe()}); first run: "
             f"{_first_line(first.message)}",
             detail=report.describe_failure(), replay=command, seconds=seconds,
-            confirmation="replayed once: did not fail the same way", coverage=coverage,
+            confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
+            coverage=coverage,
         )  # fmt: skip
     found = _rules(failed.failures)
     return CheckResult(
         "explore", label, found, "fail",
         f"[{first.kind}] {_first_line(first.message)}",
         detail=report.describe_failure(), replay=command, seconds=seconds,
-        confirmation="replayed once: failed again", coverage=coverage,
+        confirmation=f"replayed once on {CONFIRM_RUNTIME}s: failed again", coverage=coverage,
     )  # fmt: skip
 
 

@@ -1,0 +1,296 @@
+"""What carries the controller's tasks: OS threads handed a baton, or greenlets in one thread.
+
+The controller decides which task runs; a *carrier* makes that task run and
+the others wait. Both carriers give the same order of everything for the same
+decisions, so a replay string replays the same on either.
+
+* :class:`ThreadCarrier`: each task is a real :class:`threading.Thread` that runs
+  only while it holds its *baton* (a real lock used as a binary semaphore); a
+  hand-off releases the next task's baton and waits for its own (an OS-level
+  wake-up, a few microseconds, far more on a loaded machine).
+* :class:`GreenletCarrier`: every task is a :mod:`greenlet` on one *hub* OS
+  thread; a hand-off is a greenlet switch (a fraction of a microsecond). The
+  driver thread keeps watching the hub: a task that blocks in C blocks the hub,
+  the hand-offs stop, and the watchdog reports it as uncontrolled, as it does for
+  a thread. Tasks keep the thread identity code sees (``current_thread()``,
+  ``get_ident()``: :mod:`.patches` routes them to the task's ``Thread`` object).
+
+:func:`choose` picks the greenlet carrier unless the code under test needs real
+threads (thread-local storage, which greenlets of one thread would share) or
+``greenlet`` is not installed, and says why in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import CodeType, FunctionType, ModuleType
+from typing import TYPE_CHECKING, Any
+
+from . import real
+from .tasks import Task, TaskState
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+_greenlet: Any
+try:
+    import greenlet as _greenlet  # type: ignore[import-untyped,no-redef,unused-ignore]
+except ImportError:  # pragma: no cover - greenlet is a dependency; a broken install falls back
+    _greenlet = None
+
+__all__ = [
+    "CONFIRM_RUNTIME",
+    "RUNTIMES",
+    "RUNTIME_ENV",
+    "Carrier",
+    "GreenletCarrier",
+    "ThreadCarrier",
+    "choose",
+    "make_carrier",
+]
+
+RUNTIMES = ("greenlet", "thread")
+"""The runtimes a caller may ask for (``"auto"``: :func:`choose`)."""
+
+RUNTIME_ENV = "CHUNK_ADAPTER_RUNTIME"
+"""``auto`` (the default), ``greenlet`` or ``thread``: what ``"auto"`` resolves to when set
+(``chunk-adapter verify --runtime`` sets it for its workers)."""
+
+CONFIRM_RUNTIME = "thread"
+"""What verify's stages replay a failure on before they report it: real threads, the
+adapter's own way of running, so a failure found on greenlets is seen again without them
+(and a disagreement between the runtimes would be inconclusive, never a red)."""
+
+_FAKE_IDENTS = itertools.count(1 << 48)
+"""Thread idents for greenlet tasks (no OS thread has one this large)."""
+
+
+class Carrier:
+    """The hand-off between the controller's tasks (one carrier per execution)."""
+
+    name = ""
+
+    def key(self) -> Any:
+        """What identifies the running task (the table :meth:`Controller.me` reads)."""
+        raise NotImplementedError
+
+    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+              thread: threading.Thread | None) -> None:  # fmt: skip
+        """Give *task* something to run *body* on; it starts when first handed the turn."""
+        raise NotImplementedError
+
+    def enter(self, task: Task) -> None:
+        """Called first thing in a task's body: wait for the first turn."""
+
+    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+        """Start the execution with *main* as the scheduler task (returns at once)."""
+        raise NotImplementedError
+
+    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+        """*me* gives up the turn to *nxt* (``None``: nobody runs: the execution is over)
+        and, unless it finished, waits until it is handed the turn again."""
+        raise NotImplementedError
+
+    def abort(self, ctl: Controller, stuck: bool) -> None:
+        """Unwind every unfinished task (each raises :class:`Aborted` where it waits);
+        *stuck*: the running task did not come back, do not wait long for it."""
+        raise NotImplementedError
+
+
+class ThreadCarrier(Carrier):
+    """Each task on its own OS thread, running while it holds its baton."""
+
+    name = "thread"
+
+    def key(self) -> Any:
+        return real.get_ident()
+
+    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+              thread: threading.Thread | None) -> None:  # fmt: skip
+        task.baton = real.allocate_lock()
+        task.baton.acquire()
+        if thread is None:
+            thread = real.Thread(target=body, name=task.name, daemon=True)
+        else:
+            thread.run = body  # type: ignore[method-assign]
+            thread.daemon = True  # an abandoned task must never keep the process alive
+        task.thread = thread
+        real.thread_start(thread)
+
+    def enter(self, task: Task) -> None:
+        assert task.baton is not None
+        task.baton.acquire()
+
+    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+        task = ctl.spawn(main, "scheduler", is_main=True)
+        ctl.current = task
+        assert task.baton is not None
+        task.baton.release()
+
+    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+        if nxt is not None:
+            assert nxt.baton is not None
+            nxt.baton.release()
+        if me.state is TaskState.FINISHED:
+            return
+        assert me.baton is not None
+        me.baton.acquire()
+
+    def abort(self, ctl: Controller, stuck: bool) -> None:
+        for task in ctl.tasks:
+            if task.state is TaskState.FINISHED or task.thread is None or task.baton is None:
+                continue
+            # A blocked task wakes and raises Aborted; a free baton (RuntimeError) means
+            # the task is about to take it, and raises Aborted once it has.
+            with contextlib.suppress(RuntimeError):
+                task.baton.release()
+            wait = 0.05 if stuck and task is ctl.current else ctl.wall_timeout
+            real.thread_join(task.thread, wait)
+
+
+class GreenletCarrier(Carrier):
+    """Every task a greenlet on one hub thread; a hand-off is a switch."""
+
+    name = "greenlet"
+
+    def __init__(self) -> None:
+        assert _greenlet is not None
+        self._getcurrent = _greenlet.getcurrent
+        self._hub: Any = None  # the hub thread's own greenlet: where a finished task returns
+        self._thread: threading.Thread | None = None
+        # _unwind: set once by the driver when the execution is over and frozen; the hub
+        # waits on it before it unwinds the tasks it still holds.
+        self._unwind = real.Event()
+
+    def key(self) -> Any:
+        return self._getcurrent()
+
+    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+              thread: threading.Thread | None) -> None:  # fmt: skip
+        if thread is None:
+            thread = real.Thread(target=None, name=task.name, daemon=True)  # never started
+        else:
+            thread.daemon = True
+        # What thread.ident, get_ident() and current_thread() give inside the task.
+        thread._ident = next(_FAKE_IDENTS)  # type: ignore[attr-defined]
+        task.thread = thread
+        task.glet = _greenlet.greenlet(body, parent=self._hub)
+
+    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+        hub = real.Thread(
+            target=functools.partial(self._hub_main, ctl, main),
+            name="chunk-adapter-explore-hub",
+            daemon=True,
+        )
+        self._thread = hub
+        real.thread_start(hub)
+
+    def _hub_main(self, ctl: Controller, main: Callable[[], None]) -> None:
+        self._hub = self._getcurrent()
+        ctl.idents.add(real.get_ident())
+        ctl.current = ctl.spawn(main, "scheduler", is_main=True)
+        # The tasks switch to one another directly; the hub gets the turn back when a
+        # task finishes (it set ctl.current to the next) or nobody may run any more.
+        while not (ctl.done or ctl.aborting):
+            task = ctl.current
+            if task is None or task.state is TaskState.FINISHED or task.glet is None:
+                break
+            task.glet.switch()
+        while not self._unwind.wait(1.0):
+            pass
+        for task in ctl.tasks:
+            glet = task.glet
+            if glet is None or glet.dead:
+                continue
+            if not glet:  # never ran: nothing to unwind
+                task.state = TaskState.FINISHED
+                continue
+            glet.switch()  # it raises Aborted where it waits, and unwinds
+
+    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+        if me.state is TaskState.FINISHED:
+            return  # its greenlet ends: the hub switches to ctl.current
+        if nxt is not None:
+            assert nxt.glet is not None
+            nxt.glet.switch()
+        else:
+            self._hub.switch()
+
+    def abort(self, ctl: Controller, stuck: bool) -> None:
+        self._unwind.set()
+        if self._thread is not None:
+            real.thread_join(self._thread, 0.05 if stuck else ctl.wall_timeout)
+
+
+def make_carrier(runtime: str) -> Carrier:
+    """The carrier for *runtime* (``"greenlet"`` or ``"thread"``)."""
+    if runtime == "greenlet":
+        if _greenlet is None:
+            raise ValueError("runtime='greenlet' needs the greenlet package: pip install greenlet")
+        return GreenletCarrier()
+    if runtime == "thread":
+        return ThreadCarrier()
+    raise ValueError(f"runtime must be one of {RUNTIMES} or 'auto', got {runtime!r}")
+
+
+def choose(runtime: str, modules: Iterable[ModuleType]) -> tuple[str, str]:
+    """The runtime to run on and why (one line): *runtime* when one is named, else the
+    greenlet runtime unless the code under test (*modules*) needs real threads."""
+    if runtime != "auto":
+        make_carrier(runtime)  # the error for a bad name, at the call that gave it
+        return runtime, "asked for"
+    named = os.environ.get(RUNTIME_ENV, "auto") or "auto"
+    if named != "auto":
+        if named not in RUNTIMES:
+            raise ValueError(f"${RUNTIME_ENV} must be one of {RUNTIMES} or 'auto', got {named!r}")
+        make_carrier(named)
+        return named, f"${RUNTIME_ENV}"
+    if _greenlet is None:
+        return "thread", "greenlet is not installed"
+    for module in modules:
+        if _uses_thread_locals(module):
+            return "thread", (
+                f"{module.__name__} uses thread-local storage, which greenlets on one "
+                "thread would share"
+            )
+    return "greenlet", "the adapter's threads become greenlets"
+
+
+def _uses_thread_locals(module: ModuleType) -> bool:
+    """Whether *module* holds thread-local storage or its code names ``local`` (as in
+    ``threading.local()``): a conservative look, a false yes only costs speed."""
+    local_type = real.local_type
+    for value in list(vars(module).values()):
+        if isinstance(value, local_type) or (
+            isinstance(value, type) and issubclass(value, local_type)
+        ):
+            return True
+    return any("local" in code.co_names for code in _codes(module))
+
+
+def _codes(module: ModuleType) -> Iterator[CodeType]:
+    """Every code object defined in *module* (functions, methods, nested code)."""
+    name = module.__name__
+    seen: set[int] = set()
+    stack: list[Any] = list(vars(module).values())
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, (staticmethod, classmethod)):
+            stack.append(value.__func__)
+        elif isinstance(value, property):
+            stack += [value.fget, value.fset, value.fdel]
+        elif isinstance(value, FunctionType) and value.__module__ == name:
+            stack.append(value.__code__)
+        elif isinstance(value, type) and value.__module__ == name:
+            stack += list(vars(value).values())
+        elif isinstance(value, CodeType):
+            yield value
+            stack += [c for c in value.co_consts if isinstance(c, CodeType)]
