@@ -54,6 +54,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--seed", type=int, default=0, help="seed of every random choice (0)")
     check.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stages run at once, each in its own process (default: the cores, at most 4); "
+        "the verdict is the one running them one at a time gives",
+    )
+    check.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="hunt only: this is machine I of N searching together; each runs a different "
+        "seed (printed in the report) and failures meet in the example database "
+        "($CHUNK_ADAPTER_HYPOTHESIS_DB)",
+    )
+    check.add_argument(
         "--stage", action="append", choices=stage_names(), help="run only this stage (repeatable)"
     )
     check.add_argument(
@@ -142,6 +158,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _shard(text: str, profile: str) -> tuple[int, int] | str:
+    """``I/N`` as numbers, or what is wrong with it."""
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit() and 1 <= int(index) <= int(count)):
+        return f"--shard takes I/N with 1 <= I <= N (e.g. 2/4), got {text!r}"
+    if profile != "hunt":
+        return (
+            f"--shard splits the hunt profile's random search across machines; profile "
+            f"{profile!r} is derandomized (every machine would run the same): use "
+            "--profile hunt, or --jobs for the cores of one machine"
+        )
+    return int(index), int(count)
+
+
 def _verify(args: argparse.Namespace) -> int:
     from .verify.junit import write_junit
     from .verify.markdown import write_markdown
@@ -153,6 +183,18 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"chunk-adapter verify: --max-seconds must be > 0, got {args.max_seconds}",
               file=sys.stderr)  # fmt: skip
         return 2
+    if args.jobs is not None and args.jobs < 1:
+        print(f"chunk-adapter verify: --jobs must be 1 or more, got {args.jobs}", file=sys.stderr)
+        return 2
+    seed = args.seed
+    if args.shard is not None:
+        shard = _shard(args.shard, args.profile)
+        if isinstance(shard, str):
+            print(f"chunk-adapter verify: {shard}", file=sys.stderr)
+            return 2
+        from .verify.runner import shard_seed
+
+        seed = shard_seed(args.seed, shard)
     if args.runtime is not None:  # read where the explorer's runs are set up, in every worker
         from .explore.carriers import RUNTIME_ENV
 
@@ -162,8 +204,9 @@ def _verify(args: argparse.Namespace) -> int:
             args.adapter,
             profile=args.profile,
             max_seconds=args.max_seconds,
-            seed=args.seed,
+            seed=seed,
             stages=args.stage,
+            jobs=args.jobs,
             keep_going=args.keep_going,
             progress=Progress(sys.stderr, verbosity=args.verbose - args.quiet),
             substitute=args.substitute,

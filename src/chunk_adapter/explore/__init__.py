@@ -1,8 +1,9 @@
 """A deterministic interleaving explorer for adapters (in the spirit of loom, shuttle, PCT).
 
-The adapter's SAVE and RECV threads and the scheduler thread run on real
-threads, but one at a time, on a controlled runtime with a virtual clock; a
-strategy picks which thread moves at every switch point. See docs/explorer.md.
+The adapter's SAVE and RECV threads and the scheduler thread run one at a time
+(as greenlets on one thread, or on real threads: :mod:`.carriers`), on a
+controlled runtime with a virtual clock; a strategy picks which thread moves at
+every switch point. See docs/explorer.md.
 """
 
 from .controller import Failure

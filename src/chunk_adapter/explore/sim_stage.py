@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..bed.waiting import call_in_thread
-from ..connectors import MemoryConnector
+from ..connectors import MemoryConnector, chunk_key
 from ..errors import InvalidValue
 from ..factory import (
     AdapterFactory,
@@ -34,25 +34,29 @@ from ..factory import (
     known_options,
     reference_factory,
 )
+from ..history import ConnectorOp
 from ..outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ..profiles import current_profile, example_database
 from .carriers import CONFIRM_RUNTIME
 from .codec import encode
 from .control import plan_control
-from .execution import Execution
+from .execution import Execution, prepared
 from .explorer import describe
 from .reproduce import SIM
-from .scenario import Scenario
+from .scenario import Scenario, fail_put, load, save, settle, stop
 from .simulate import (
     STOPS_THE_RUN,
     Found,
     Simulation,
     reference_fails,
     replay_world,
+    run_world,
     signature,
+    sim_setup,
     simulate,
 )
 from .stage import _first_line, _rules
+from .strategies import RandomStrategy
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
@@ -73,8 +77,13 @@ def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
 def _options(factory: AdapterFactory) -> Any:
     """A world's options as this factory gets them: ``put_tries`` (which the oracles judge
     R10 by) only where the adapter surely gets it (:func:`~chunk_adapter.factory.
-    known_options`: the factory names it, or an adapter built with it shows it)."""
-    sure = factory is reference_factory or _surely_gets(factory, "put_tries", 2)
+    known_options`: the factory names it, or an adapter built with it shows it; or it is
+    seen to take effect: :func:`_put_tries_observed`)."""
+    sure = (
+        factory is reference_factory
+        or _surely_gets(factory, "put_tries", 2)
+        or _put_tries_observed(factory)
+    )
 
     def keep(options: dict[str, Any]) -> dict[str, Any]:
         if not sure:
@@ -82,6 +91,35 @@ def _options(factory: AdapterFactory) -> Any:
         return options
 
     return keep
+
+
+OBSERVED_TRIES = (2, 4)
+"""The ``put_tries`` values :func:`_put_tries_observed` builds with."""
+
+
+def _put_tries_observed(factory: AdapterFactory) -> bool:
+    """Whether ``put_tries=N`` is seen to take effect: with each of :data:`OBSERVED_TRIES`,
+    a non-final chunk whose put always fails is tried exactly N times (one world in
+    virtual time). A ``**options`` factory that maps the option onto a setting of its
+    own (``retries = put_tries - 1``) shows no attribute of that name, but its puts
+    show it; then the worlds pass ``put_tries`` and R10 is judged by it."""
+    key = chunk_key("o", 0, 0)
+    for tries in OBSERVED_TRIES:
+        world = Scenario(
+            "option-check/put_tries",
+            (load("o"), fail_put(key, times=100), save("o", 0), settle(), stop()),
+            options={"put_tries": tries},
+        )
+        setup = sim_setup(factory, wall_timeout=OPTION_STOP, max_steps=30_000)
+        try:
+            with prepared(setup):
+                run = run_world(world, RandomStrategy(seed=0, executions=1), setup)[-1]
+        except Exception:  # it cannot be run so: not sure
+            return False
+        puts = [op for op in run.history.records(ConnectorOp) if op.op == "put"]
+        if [op.key for op in puts] != [key] * tries:
+            return False
+    return True
 
 
 def _surely_gets(factory: AdapterFactory, name: str, value: Any) -> bool:

@@ -61,11 +61,14 @@ def check_adapter(
     stages: Sequence[str] | None = None,
     substitute: Sequence[str] = (),
     allow_inconclusive: bool = False,
+    jobs: int | None = None,
 ) -> VerifyReport:
     """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
-    Raises :class:`ContractViolation` for a confirmed violation (exit 1 on the
-    command line; its ``report`` holds every check's result),
+    *jobs*: stages run at once (default: the cores, at most 4; the verdict is the
+    one running them one at a time gives). Raises :class:`ContractViolation` for a
+    confirmed violation (exit 1 on the command line; its ``report`` holds every
+    check's result),
     :class:`VerificationInconclusive` when some check could not decide (exit 3;
     pass ``allow_inconclusive=True`` to get the report instead), and
     ``chunk_adapter.verify.UsageError`` when the adapter cannot be imported or
@@ -83,6 +86,7 @@ def check_adapter(
         seed=seed,
         stages=stages,
         substitute=substitute,
+        jobs=jobs,
     )
     if report.failures:
         raise _violation(report)

@@ -16,8 +16,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ..errors import UsageError
@@ -28,13 +30,32 @@ from .progress import Progress
 from .report import VerifyReport
 from .stages import STAGES, Stage
 
-__all__ = ["MARGIN", "UsageError", "verify"]
+__all__ = ["MARGIN", "MAX_JOBS", "UsageError", "default_jobs", "shard_seed", "verify"]
 
 MARGIN = 5.0  # seconds a worker gets beyond its share, to start up and report
 POLL = 0.25  # seconds between looks at a running worker's events
 HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "chunk-adapter-hypothesis")
 """Hypothesis's storage for the quick and ci profiles (not ``.hypothesis/`` in the user's tree)."""
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
+MAX_JOBS = 4
+"""The most stages ``--jobs`` runs at once by default (there are five stages; more
+workers than cores only make each slower)."""
+
+
+def default_jobs() -> int:
+    """The cores this process may use, at most :data:`MAX_JOBS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_JOBS, cores))
+
+
+def shard_seed(seed: int, shard: tuple[int, int]) -> int:
+    """The seed shard ``I/N`` of a hunt runs with: distinct for every shard of *seed*, so
+    N machines search N different parts of the random space (``--shard``)."""
+    index, count = shard
+    return seed * count + index - 1
 
 
 def _replay_prefix(spec: str, profile: str, seed: int) -> str:
@@ -79,10 +100,12 @@ def _worker(
     on_event: OnEvent = lambda event: None,
     checks: Sequence[str] = (),
     run_all: bool = False,
+    cancel: threading.Event | None = None,
 ) -> tuple[list[dict[str, Any]], bool, str]:
     """Run one worker; its events, whether it had to be killed, and its stderr.
 
     *on_event* sees each event as the worker writes it (the live progress line).
+    *cancel*, once set, kills the worker (its results are no longer wanted).
     """
     fd, path = tempfile.mkstemp(prefix=f"chunk-verify-{name}-", suffix=".jsonl")
     os.close(fd)
@@ -115,7 +138,7 @@ def _worker(
                 proc.wait(timeout=min(POLL, max(0.0, deadline - time.monotonic())))
                 break
             except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
                     proc.kill()
                     proc.wait()
                     killed = True
@@ -158,12 +181,13 @@ def _run_stage(
     progress: Progress | None,
     checks: Sequence[str] = (),
     run_all: bool = False,
+    cancel: threading.Event | None = None,
 ) -> list[CheckResult]:
     on_event: OnEvent = (
         (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
     )
     events, killed, stderr = _worker(
-        stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all
+        stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all, cancel
     )
     prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
@@ -185,6 +209,54 @@ def _run_stage(
                         replay=f"{prefix} --stage {stage.name}")
         )  # fmt: skip
     return results
+
+
+StageOutcome = list[CheckResult] | float | None
+"""A stage's results; a float: not started, that many seconds were left; None: not wanted."""
+
+
+def _run_stages(
+    chosen: Sequence[Stage],
+    jobs: int,
+    budget: float,
+    start: float,
+    keep_going: bool,
+    run: Callable[[Stage, float, threading.Event], list[CheckResult]],
+    progress: Progress | None,
+) -> list[StageOutcome]:
+    """Run *chosen* in order, *jobs* at a time; each stage gets its share of the budget
+    left when it starts. Once a stage has a confirmed violation (and not *keep_going*),
+    the later stages are not started, and those running are stopped."""
+    # unwanted[i]: set when stage i's results can no longer count (an earlier stage
+    # failed); read by the stage's launch and by its worker's wait loop.
+    unwanted = [threading.Event() for _ in chosen]
+
+    def launch(index: int, stage: Stage) -> StageOutcome:
+        if unwanted[index - 1].is_set():
+            return None
+        left = budget - (time.monotonic() - start)
+        if left <= 1.0:
+            return left
+        share = left * stage.share if index < len(chosen) else left
+        share = min(left, max(share, stage.floor))
+        if progress is not None:
+            progress.stage_started(
+                f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
+                f"up to {share:.0f} s; {left:.0f} s of {budget:.0f} s budget left",
+                stage.name,
+                share,
+            )
+        results = run(stage, share, unwanted[index - 1])
+        if not keep_going and any(r.verdict == "fail" for r in results):
+            for later in unwanted[index:]:
+                later.set()
+        return results
+
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="verify-stage") as pool:
+        futures: list[Future[StageOutcome]] = [
+            pool.submit(launch, index, stage) for index, stage in enumerate(chosen, 1)
+        ]
+        return [future.result() for future in futures]
 
 
 def _not_reached(
@@ -226,6 +298,7 @@ def verify(
     substitute: Sequence[str] = (),
     checks: Sequence[str] = (),
     run_all: bool = False,
+    jobs: int | None = None,
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
 
@@ -238,7 +311,10 @@ def verify(
     (:attr:`VerifyReport.groups`). *substitute* names extra modules or
     packages whose threads the explorer must control. *checks* (names from
     ``Stage.plan``) runs only those checks of the chosen stages (the pytest
-    plugin runs one check alone); every check when empty.
+    plugin runs one check alone); every check when empty. *jobs* stages run at
+    once, each in its own worker process (default :func:`default_jobs`); the report
+    is the one running them one at a time gives: a stage after the first one with a
+    confirmed violation is dropped (and stopped if it runs) unless *keep_going*.
     """
     keep_going = keep_going or run_all
     if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
@@ -247,6 +323,9 @@ def verify(
         raise UsageError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if max_seconds is not None and not max_seconds > 0:
         raise UsageError(f"max_seconds must be a number of seconds > 0, got {max_seconds!r}")
+    if jobs is not None and (not isinstance(jobs, int) or jobs < 1):
+        raise UsageError(f"jobs must be a whole number of worker processes >= 1, got {jobs!r}")
+    jobs = default_jobs() if jobs is None else jobs
     unknown = sorted(set(stages or ()) - {s.name for s in STAGES})
     if unknown:
         raise UsageError(
@@ -263,9 +342,24 @@ def verify(
     chosen = [s for s in STAGES if stages is None or s.name in stages]
     if checks:  # only the stages that plan one of them
         chosen = [s for s in chosen if set(s.plan(profile)) & set(checks)]
-    for index, stage in enumerate(chosen, 1):
-        left = budget - (time.monotonic() - start)
-        if left <= 1.0:
+    outcomes = _run_stages(
+        chosen, jobs, budget, start, keep_going,
+        lambda stage, share, cancel: _run_stage(
+            stage, spec, profile, seed, share, substitute, progress, checks, run_all, cancel
+        ),
+        progress,
+    )  # fmt: skip
+    stopped_at: int | None = None
+    for index, (stage, results) in enumerate(zip(chosen, outcomes, strict=True), 1):
+        if stopped_at is not None or results is None:
+            # a later stage whose results are not wanted: what running one at a time gives
+            _not_reached(
+                report, stage, profile,
+                "an earlier stage found a confirmed violation (--keep-going runs every stage)",
+                checks,
+            )  # fmt: skip
+            continue
+        if isinstance(results, float):
             report.results.append(
                 CheckResult(
                     stage.name, "budget", (), "inconclusive",
@@ -275,18 +369,6 @@ def verify(
             )  # fmt: skip
             _not_reached(report, stage, profile, "no budget was left for the stage", checks)
             continue
-        share = left * stage.share if index < len(chosen) else left
-        share = min(left, max(share, stage.floor))
-        if progress is not None:
-            progress.stage_started(
-                f"[verify] stage {index}/{len(chosen)} {stage.name} ({stage.what}): "
-                f"up to {share:.0f} s; {left:.0f} s of {budget:.0f} s budget left",
-                stage.name,
-                share,
-            )
-        results = _run_stage(
-            stage, spec, profile, seed, share, substitute, progress, checks, run_all
-        )
         report.results.extend(results)
         report.stages_run.append(stage.name)
         stopped = any(r.verdict == "fail" for r in results)
@@ -298,13 +380,7 @@ def verify(
             checks,
         )  # fmt: skip
         if stopped and not keep_going:
-            for later in chosen[index:]:
-                _not_reached(
-                    report, later, profile,
-                    "an earlier stage found a confirmed violation (--keep-going runs every stage)",
-                    checks,
-                )  # fmt: skip
-            break
+            stopped_at = index
     report.seconds = time.monotonic() - start
     if progress is not None:
         progress.finish()
