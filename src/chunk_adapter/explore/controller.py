@@ -28,6 +28,7 @@ from . import real
 from .carriers import make_carrier
 from .footprint import TIME_PASSED, Tracker, no_touch
 from .tasks import (
+    SECTION_GAP,
     Aborted,
     Crawl,
     ExplorerMisuse,
@@ -126,6 +127,9 @@ class Controller:
         self.tracker: Tracker | None = None if observe is None else Tracker(observe, waiting)
         self.tracking = self.tracker is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
+        # The scheduler wants to know when the running task is between two critical
+        # sections of one lock (strategies.sections): a gap it may preempt at.
+        self._sections = bool(getattr(scheduler, "watches_sections", False))
         self.touch: Callable[[object, str], None] = (
             no_touch if self.tracker is None else self.tracker.touch
         )
@@ -372,6 +376,14 @@ class Controller:
             offered = self.tracker.offered(runnable)
             if current is not None and self.tasks[current] not in offered:
                 current = None
+        if self._sections:
+            me_ = self.tasks[current] if current is not None else None
+            self.scheduler.gap = (  # type: ignore[attr-defined]
+                me_ is not None
+                and me_.wants is not None
+                and me_.wants is me_.released
+                and self.steps - me_.released_at <= SECTION_GAP
+            )
         try:
             tid = self.scheduler.next_task([t.tid for t in offered], current)
         except AssertionError as exc:  # ScheduleDiverged: must not reach the adapter's code

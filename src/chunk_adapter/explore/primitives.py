@@ -83,6 +83,9 @@ class ControlledLock:
 
     def _release_fully(self) -> None:
         self._ctl.touch(self.key, "w")
+        owner = self.owner
+        if owner is not None:  # for the section gap (strategies.sections): when and what
+            owner.released, owner.released_at = self, self._ctl.steps
         self.owner = None
         waiters, self._waiters = self._waiters, []
         for task in waiters:

@@ -41,7 +41,14 @@ from .controller import Failure
 from .execution import Execution, Setup, prepared, run_once
 from .scenario import Scenario
 from .stage import NOT_CONTROLLED
-from .strategies import DrawnStrategy, PctStrategy, RandomStrategy, ReplayStrategy, Strategy
+from .strategies import (
+    DrawnStrategy,
+    PctStrategy,
+    RandomStrategy,
+    ReplayStrategy,
+    SectionStrategy,
+    Strategy,
+)
 from .tasks import signature as failure_signature
 from .worlds import schedules_for_worlds, usage, worlds
 
@@ -124,6 +131,13 @@ def seeded_runs(world: Scenario) -> int:
     return max(low, min(high, 32 // max(1, scheduler_ops(world))))
 
 
+SEEDED: dict[str, type[RandomStrategy] | type[SectionStrategy]] = {
+    "random": RandomStrategy,
+    "sections": SectionStrategy,
+}
+"""The seeded picks whose *k*-th execution can be run alone (``(kind, seed, (k,))``)."""
+
+
 def strategy_for(pick: SchedulePick, world: Scenario) -> Strategy:
     """The scheduler a drawn pick stands for (:func:`.worlds.schedules_for_worlds`);
     ``("random", seed, (k,))`` is the *k*-th execution of that seed alone (a failing
@@ -131,12 +145,13 @@ def strategy_for(pick: SchedulePick, world: Scenario) -> Strategy:
     kind, seed, choices = pick
     if kind == "pct":
         return PctStrategy(seed=seed, depth=3, executions=seeded_runs(world))
-    if kind == "random":
+    if kind in SEEDED:
+        kind_of = SEEDED[kind]
         if choices:
-            one = RandomStrategy(seed=seed, executions=choices[0] + 1)
+            one = kind_of(seed=seed, executions=choices[0] + 1)
             one.done = choices[0]
             return one
-        return RandomStrategy(seed=seed, executions=seeded_runs(world))
+        return kind_of(seed=seed, executions=seeded_runs(world))
     return DrawnStrategy(choices)
 
 
@@ -230,8 +245,8 @@ def simulate(
             if sim.first is None:
                 sim.skipped[next(k for k in NOT_A_VERDICT if k in kinds)] += 1
             return False
-        if pick[0] == "random" and not pick[2]:
-            pick = ("random", pick[1], (len(runs) - 1,))  # the execution that failed
+        if pick[0] in SEEDED and not pick[2]:
+            pick = (pick[0], pick[1], (len(runs) - 1,))  # the execution that failed
         found = Found(world, execution, pick)
         sig = signature(execution.failures)
         if not target:

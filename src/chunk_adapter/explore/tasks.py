@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from . import real
 
 __all__ = [
+    "SECTION_GAP",
     "Aborted",
     "Crawl",
     "ExplorerMisuse",
@@ -43,6 +44,12 @@ __all__ = [
     "too_long",
     "waits_in_real_time",
 ]
+
+
+SECTION_GAP = 12
+"""Switch points between a task's release of a lock and its next take of the same lock
+that still make one operation split in two critical sections (a connector call and a few
+checks fit in between): :mod:`.strategies.sections` preempts in that gap."""
 
 
 class Aborted(BaseException):
@@ -99,6 +106,10 @@ class Task:
     wants: Any = None
     """The lock this task is about to acquire, blocking (DPOR does not run it while another
     task holds that lock: the attempt would only block)."""
+    released: Any = None
+    """The lock this task released last, and the controller's step count then
+    (``released_at``): :mod:`.strategies.sections` preempts between two sections of it."""
+    released_at: int = -1
     waited: float | None = None
     """The timeout of this task's last timed block, when that block timed out
     (:func:`creeping_deadline`); ``points``: its switch points since that block ended."""

@@ -6,6 +6,7 @@ from .dpor import DporStrategy, ProofStrategy
 from .drawn import DrawnStrategy
 from .pct import PctStrategy
 from .replay import ReplayStrategy, ScheduleDiverged
+from .sections import SectionStrategy
 from .uniform import RandomStrategy
 
 __all__ = [
@@ -17,5 +18,6 @@ __all__ = [
     "RandomStrategy",
     "ReplayStrategy",
     "ScheduleDiverged",
+    "SectionStrategy",
     "Strategy",
 ]

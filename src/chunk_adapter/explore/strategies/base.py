@@ -18,6 +18,11 @@ class Strategy:
 
     every_step = False
     """``True``: be asked at every step, even when only one thread can run (PCT counts steps)."""
+    watches_sections = False
+    """``True``: the controller sets :attr:`gap` before each :meth:`next_task`."""
+    gap = False
+    """The running thread is about to take again a lock it released a few switch points
+    ago (between two critical sections of one lock: :mod:`.sections`)."""
 
     def start_execution(self) -> bool:
         raise NotImplementedError

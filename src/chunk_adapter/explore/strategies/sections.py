@@ -1,0 +1,78 @@
+"""Atomicity-directed scheduling: preempt a thread between two critical sections of one lock.
+
+A thread that releases a lock and soon takes the same lock again has split one
+piece of work in two critical sections (copy then clear, check then commit,
+read the registrations then commit what was fetched); whatever another thread
+does to the guarded state in between is the classic atomicity violation.
+Uniform random schedules rarely preempt exactly there, and then rarely let the
+other thread get through a whole critical section of its own before switching
+back. This strategy does both, on purpose and for every lock alike:
+
+* mostly it keeps the running thread (no preemption), with a rare random switch;
+* when the running thread is about to take again a lock it released within its
+  last :data:`~chunk_adapter.explore.tasks.SECTION_GAP` switch points
+  (:attr:`Strategy.gap`, set by the controller), it switches, half of the time, to
+  another runnable thread and keeps that one running for a random stretch of
+  switch points, so it can do a whole operation (a commit, a cleanup, a poll)
+  before the first thread resumes.
+
+Like :class:`~.uniform.RandomStrategy`, execution *i* of a seed is reproducible on
+its own, and its replay string reproduces it without the seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from .base import Strategy
+
+__all__ = ["SectionStrategy"]
+
+STRETCH = (1, 40)
+"""How many switch points the thread switched to keeps running (uniform, inclusive)."""
+
+
+class SectionStrategy(Strategy):
+    """Preempts between two critical sections of one lock (module doc)."""
+
+    watches_sections = True
+
+    def __init__(self, seed: int = 0, executions: int = 100) -> None:
+        self.seed = seed
+        self.executions = executions
+        self.done = 0
+        self._rng = random.Random(seed)
+        self._stick: int | None = None
+        self._left = 0
+
+    def start_execution(self) -> bool:
+        if self.done >= self.executions:
+            return False
+        self._rng = random.Random(self.seed * 1_000_003 + self.done)
+        self._stick, self._left = None, 0
+        self.done += 1
+        return True
+
+    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
+        rng = self._rng
+        if self._stick is not None and self._left > 0 and self._stick in runnable:
+            self._left -= 1
+            return self._stick
+        self._stick = None
+        others = [t for t in runnable if t != current]
+        if current is None or current not in runnable:
+            return rng.choice(list(runnable))
+        if self.gap and others and rng.random() < 0.5:
+            self._stick = rng.choice(others)
+            self._left = rng.randint(*STRETCH)
+            return self._stick
+        if others and rng.random() < 0.05:
+            return rng.choice(others)
+        return current
+
+    def next_u64(self) -> int:
+        return self._rng.getrandbits(64)
+
+    def describe(self) -> str:
+        return f"SectionStrategy(seed={self.seed}, executions={self.executions})"
