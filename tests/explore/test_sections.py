@@ -16,7 +16,6 @@ from chunk_adapter.explore.primitives import ControlledRuntime
 from chunk_adapter.explore.strategies import SectionStrategy, Strategy
 from tests.explore._programs import every_execution
 
-
 WORK = 20
 """Switch points of other work around each operation: where a uniform random schedule
 spends most of its preemptions."""

@@ -84,6 +84,7 @@ class Controller:
         wall_timeout: float = 20.0,
         every_step: bool = False,
         runtime: str = "thread",
+        slack: float = 0.0,
     ) -> None:
         self.scheduler = scheduler
         self.carrier = make_carrier(runtime)
@@ -95,6 +96,10 @@ class Controller:
         self.wall_timeout = wall_timeout
         # every_step: ask the scheduler even when only one task can run (PCT counts steps).
         self.every_step = every_step
+        # slack: virtual seconds of timer slack. 0: timeouts fire one at a time (DPOR and
+        # the proofs rest on it). More: deadlines that close to the earliest fire with it,
+        # so tasks whose sleeps end at nearly the same time can run in either order.
+        self.slack = slack
         self.now = 0.0
         self.steps = 0
         # Over max_steps, tells a busy loop (time stands still) from a long execution.
@@ -353,12 +358,18 @@ class Controller:
                 self._done.set()
                 return None
             # Timeouts fire one at a time: the earliest deadline (then the lowest
-            # id) wakes alone and runs until it blocks before the next one fires.
-            first = min(timed, key=lambda t: (t.deadline, t.tid))
-            assert first.deadline is not None
-            self.now = max(self.now, first.deadline)
-            self.wake(first, "timeout")
-            runnable = [first]
+            # id) wakes alone and runs until it blocks before the next one fires;
+            # with timer slack, every deadline within it of the earliest fires too
+            # (each task a little late, none early), and the strategy orders them.
+            due = {t.tid: float(t.deadline) for t in timed if t.deadline is not None}
+            first = min(timed, key=lambda t: (due[t.tid], t.tid))
+            group = [first]
+            if self.slack > 0:  # in id order, like every runnable list
+                group = [t for t in timed if due[t.tid] <= due[first.tid] + self.slack]
+            self.now = max(self.now, *(due[t.tid] for t in group))
+            for task in group:
+                self.wake(task, "timeout")
+            runnable = group
             # DPOR: the step the timeout starts runs after every step so far (it can
             # only run once all of them are done and every task blocked).
             self.touch(TIME_PASSED, "w")

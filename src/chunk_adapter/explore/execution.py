@@ -85,6 +85,9 @@ class Setup:
     ``"auto"``, which :func:`prepared` resolves once it knows the adapter's modules."""
     runtime_reason: str = ""
     """Why :attr:`runtime` is what it is (one line, set by :func:`prepared`)."""
+    slack: float = 0.0
+    """Timer slack of every execution (:class:`~.controller.Controller`): 0 for the library
+    scenarios and proofs (timeouts fire one at a time), a little for generated worlds."""
 
     def __post_init__(self) -> None:
         self.factory = loaded(self.factory)  # optional keywords it refuses are left out
@@ -179,6 +182,7 @@ def run_once(
         wall_timeout=setup.wall_timeout,
         every_step=every_step,
         runtime="thread" if setup.runtime == "auto" else setup.runtime,
+        slack=setup.slack,
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))

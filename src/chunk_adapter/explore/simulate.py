@@ -120,6 +120,12 @@ def signature(failures: list[Failure]) -> str:
     return failure_signature(failures[0])
 
 
+SLACK = 0.002
+"""Virtual seconds of timer slack in a world (:class:`~.controller.Controller`): calls
+take jittered virtual time, so two sleeps rarely end at the same instant and, fired one
+at a time, the tasks would never be runnable together; deadlines within 2 ms of the
+earliest fire with it (each task at most 2 ms late, as a real timer can be)."""
+
 SEEDED_RUNS = (2, 12)
 """Executions of a world under a seeded pick (PCT or random), the first that fails counting:
 ``32 // scheduler ops`` within these bounds. A small world's executions are short, and a
@@ -184,6 +190,7 @@ def sim_setup(
         substitute=substitute or "auto",
         wrap=default_wrap(),
         runtime=runtime,
+        slack=SLACK,
     )
 
 
