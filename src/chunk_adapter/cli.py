@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="stages run at once, each in its own process (default: the cores, at most 4); "
+        help="stages run at once, each in its own process (default: half the cores, 1 to 4); "
         "the verdict is the one running them one at a time gives",
     )
     check.add_argument(

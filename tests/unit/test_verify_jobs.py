@@ -6,6 +6,7 @@ gates decide when each one finishes, so every order asked for happens.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -100,6 +101,7 @@ def test_the_outcomes_do_not_depend_on_jobs(jobs: int) -> None:
 
 def test_default_jobs_and_shard_seeds() -> None:
     assert 1 <= default_jobs() <= 4
+    assert default_jobs() <= max(1, (os.cpu_count() or 1) // 2)
     seeds = {shard_seed(7, (i, 4)) for i in range(1, 5)}
     assert len(seeds) == 4  # every shard its own part of the random space
     assert not seeds & {shard_seed(8, (i, 4)) for i in range(1, 5)}

@@ -336,7 +336,7 @@ def _settle(
     while True:
         end = faults_end()
         if end > ctl.now:
-            runtime.sleep(end - ctl.now)  # the adapter's threads run meanwhile
+            _own_sleep(ctl, runtime, end - ctl.now)  # the adapter's threads run meanwhile
             continue
         start = last_change = ctl.now
         seen = ctl.progress
@@ -346,7 +346,7 @@ def _settle(
                     f"settle(): still busy after {scenario.settle_limit} virtual seconds "
                     f"(progress counter {ctl.progress}); something keeps putting or building"
                 )
-            runtime.sleep(quantum)
+            _own_sleep(ctl, runtime, quantum)
             ctl.touch(PROGRESS, "r")
             if ctl.progress != seen:
                 seen, last_change = ctl.progress, ctl.now
@@ -358,6 +358,15 @@ def _settle(
             deadline = ctl.now + scenario.liveness
         if ctl.now >= deadline or not owed():
             return
+
+
+def _own_sleep(ctl: Controller, runtime: ControlledRuntime, seconds: float) -> None:
+    """The script's own sleep while it settles: its deadline comes from the explorer's
+    clock, so it never counts towards a "deadline on a clock the explorer does not
+    control" (:func:`~.tasks.creeping_deadline`; a settle that sleeps until a slow call
+    ends, again and again, asks for almost as long each time)."""
+    runtime.sleep(seconds)
+    ctl.me().waited = None
 
 
 def _factory_failed(factory: Any, member: Any, kwargs: dict[str, Any], exc: Exception) -> str:

@@ -65,7 +65,7 @@ def check_adapter(
 ) -> VerifyReport:
     """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
-    *jobs*: stages run at once (default: the cores, at most 4; the verdict is the
+    *jobs*: stages run at once (default: half the cores, 1 to 4; the verdict is the
     one running them one at a time gives). Raises :class:`ContractViolation` for a
     confirmed violation (exit 1 on the command line; its ``report`` holds every
     check's result),

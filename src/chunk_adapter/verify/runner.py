@@ -38,17 +38,22 @@ HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "chunk-adapter-hypothesis"
 """Hypothesis's storage for the quick and ci profiles (not ``.hypothesis/`` in the user's tree)."""
 PREFLIGHT_SECONDS = 40.0  # two factory calls (15 s each) and the stops (3 s)
 MAX_JOBS = 4
-"""The most stages ``--jobs`` runs at once by default (there are five stages; more
-workers than cores only make each slower)."""
+"""The most stages ``--jobs`` runs at once by default (there are five stages)."""
 
 
 def default_jobs() -> int:
-    """The cores this process may use, at most :data:`MAX_JOBS`."""
+    """Half the cores this process may use, at least 1 and at most :data:`MAX_JOBS`.
+
+    Half: a stage itself keeps more than one core busy at times (the stress stage's
+    threads, the explorer's hub and driver), and each stage's budget is a share of
+    real time, so two stages on one core each would run out of it on a 2-core runner
+    (measured: two verifies at once, two stages each, left the generated worlds
+    unfinished, exit 3); ``--jobs`` asks for more."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(MAX_JOBS, cores))
+    return max(1, min(MAX_JOBS, cores // 2))
 
 
 def shard_seed(seed: int, shard: tuple[int, int]) -> int:
