@@ -366,3 +366,35 @@ def test_a_factory_default_put_tries_that_is_not_a_count_is_unknown() -> None:
 
     assert _put_tries(zero, {}) is None
     assert _put_tries(five, {}) == 5 and _put_tries(zero, {"put_tries": 2}) == 2
+
+
+def _orders_of_two_sleepers(slack: float) -> set[tuple[tuple[str, float], ...]]:
+    """What two threads sleeping 1.000 s and 1.001 s see, over every DFS schedule."""
+    outcomes: set[tuple[tuple[str, float], ...]] = set()
+
+    def program(rt: ControlledRuntime) -> None:
+        seen: list[tuple[str, float]] = []
+
+        def sleeper(name: str, seconds: float) -> None:
+            rt.sleep(seconds)
+            seen.append((name, rt.monotonic()))
+
+        threads = [rt.start_thread(lambda: sleeper("a", 1.0), "a"),
+                   rt.start_thread(lambda: sleeper("b", 1.001), "b")]  # fmt: skip
+        for t in threads:
+            t.join()
+        outcomes.add(tuple(seen))
+
+    for ctl in every_execution(program, DfsStrategy(preemption_bound=2), slack=slack):
+        assert not ctl.failures, ctl.failures
+    return outcomes
+
+
+def test_without_slack_timeouts_fire_one_at_a_time() -> None:
+    assert _orders_of_two_sleepers(0.0) == {(("a", 1.0), ("b", 1.001))}
+
+
+def test_with_slack_close_deadlines_fire_together_in_either_order_and_never_early() -> None:
+    outcomes = _orders_of_two_sleepers(0.002)
+    # both woke at the later deadline (a a little late, neither early), in either order
+    assert outcomes == {(("a", 1.001), ("b", 1.001)), (("b", 1.001), ("a", 1.001))}
