@@ -180,8 +180,10 @@ def sim_setup(
     max_steps: int,
     substitute: Any = "auto",
     runtime: str = "auto",
+    slack: float | None = None,
 ) -> Setup:
-    """How every world's execution is built and judged."""
+    """How every world's execution is built and judged (timer slack :data:`SLACK`
+    unless *slack* is given)."""
     return Setup(
         factory=factory,
         checker=default_checker,
@@ -190,7 +192,7 @@ def sim_setup(
         substitute=substitute or "auto",
         wrap=default_wrap(),
         runtime=runtime,
-        slack=SLACK,
+        slack=SLACK if slack is None else slack,
     )
 
 
@@ -359,15 +361,18 @@ def replay_world(
     max_steps: int = 30_000,
     substitute: Any = "auto",
     runtime: str = "auto",
+    slack: float | None = None,
 ) -> Execution:
     """*world* once more under the recorded *schedule*, on a fresh adapter (on either
-    runtime: a schedule replays the same on both)."""
+    runtime: a schedule replays the same on both; *slack* 0 for a schedule recorded
+    before worlds had timer slack)."""
     setup = sim_setup(
         factory,
         wall_timeout=wall_timeout,
         max_steps=max_steps,
         substitute=substitute,
         runtime=runtime,
+        slack=slack,
     )
     with prepared(setup):
         return run_world(world, ReplayStrategy(schedule), setup)[-1]
