@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.quality.test_verify_catalogue import BUDGET, CATALOGUE
+from tests.quality.unnamed import UNNAMED
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVENESS = {"R11", "R23"}
@@ -28,6 +29,7 @@ FOUND = [
     "broken_deep:shallow_snapshot",
     "broken_explore:LostWakeup",
     "broken_explore:NoTokenCheck",
+    "broken_explore:SplitPoll",
     "broken_explore:TwoSaveThreads",
     "broken_explore:WaitNotInLoop",
     "broken_stall:backoff_recv",
@@ -57,18 +59,45 @@ FOUND = [
 ]
 
 
+FOUND_UNNAMED = [
+    "config_factory",
+    "queue_worker",
+    "evented",
+    "patient",
+    "records",
+    "timed_build",
+    "burst",
+    "batched",
+    "lazy_cancel",
+]
+"""The unnamed adapters (tests/quality/unnamed, written to measure the suite blind) the
+stage finds; ``retiring``, ``two_step_commit`` and ``keyed_inbox`` it still misses."""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(BUDGET + 120)
 @pytest.mark.parametrize("name", FOUND)
 def test_generated_worlds_alone_find_the_broken_adapter(name: str, tmp_path: Path) -> None:
+    _finds(f"tests.quality.{name}", CATALOGUE[name], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(BUDGET + 120)
+@pytest.mark.parametrize("name", FOUND_UNNAMED)
+def test_generated_worlds_alone_find_the_unnamed_adapter(name: str, tmp_path: Path) -> None:
+    spec = f"tests.quality.unnamed.{name}:make"
+    _finds(spec, UNNAMED[spec], tmp_path)
+
+
+def _finds(spec: str, rules: set[str], tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", f"tests.quality.{name}",
+        [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", spec,
          "--stage", "simulate", "--json", str(report)],
         cwd=ROOT, capture_output=True, text=True, timeout=BUDGET + 60, check=False,
     )  # fmt: skip
     assert proc.returncode == 1, f"exit {proc.returncode}, expected 1:\n{proc.stdout}"
     [check] = [c for c in json.loads(report.read_text())["checks"] if c["stage"] == "simulate"]
     assert check["verdict"] == "fail" and check["confirmation"].startswith("replayed once")
-    assert set(check["rules"]) & (CATALOGUE[name] | LIVENESS), (check["rules"], proc.stdout)
+    assert set(check["rules"]) & (rules | LIVENESS), (check["rules"], proc.stdout)
     assert "chunk-adapter replay 'sim:" in proc.stdout

@@ -57,6 +57,7 @@ from .simulate import (
 )
 from .stage import _first_line, _rules
 from .strategies import RandomStrategy
+from .tasks import Failure
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
@@ -223,6 +224,7 @@ def _judge(
     start = time.monotonic()
     substitute = tuple(ctx.substitute) or "auto"
     confirmed: Found | None = None
+    lost: Failure | None = None  # a replay saw a thread the explorer cannot control
     for candidate in (sim.found, sim.first):
         again = replay_world(
             candidate.world, candidate.execution.schedule, factory,
@@ -231,11 +233,20 @@ def _judge(
         if again.failures and signature(again.failures) == signature(candidate.execution.failures):
             confirmed = candidate
             break
+        lost = lost or next((f for f in again.failures if f.kind in STOPS_THE_RUN), None)
     seconds = sim.seconds + time.monotonic() - start
     failed = (confirmed or sim.found).execution
     first = failed.failures[0]
     world = (confirmed or sim.found).world
     command = SIM.command(encode(world), failed.schedule, adapter_spec=ctx.adapter_spec)
+    if confirmed is None and lost is not None:
+        return CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"[{lost.kind}] not a verdict on the adapter: {_first_line(lost.message)} (seen "
+            f"when the failure was replayed on {CONFIRM_RUNTIME}s)",
+            detail=_describe(failed, ctx), replay=command, seconds=seconds,
+            confirmation=f"replayed on {CONFIRM_RUNTIME}s: {lost.kind}", coverage=coverage,
+        )  # fmt: skip
     if confirmed is None:
         return CheckResult(
             "simulate", CHECK, (), "inconclusive",

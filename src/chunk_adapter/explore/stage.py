@@ -180,6 +180,15 @@ def _judge(
         runtime=CONFIRM_RUNTIME,
     )
     seconds = report.seconds + time.perf_counter() - start
+    lost = next((f for f in again.failures if f.kind in NOT_CONTROLLED), None)
+    if lost is not None:  # the replay saw what the run did not: a thread it cannot control
+        return CheckResult(
+            "explore", label, (), "inconclusive",
+            f"[{lost.kind}] not a verdict on the adapter: {_first_line(lost.message)} "
+            f"(seen when the failure was replayed on threads; control: {control.describe()})",
+            detail=report.describe_failure(), replay=command, seconds=seconds,
+            confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}", coverage=coverage,
+        )  # fmt: skip
     if not _same_failure(failed.failures, again.failures):
         got = ", ".join(sorted({signature(f) for f in again.failures})) or "no failure"
         return CheckResult(
