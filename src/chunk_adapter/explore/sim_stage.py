@@ -233,7 +233,7 @@ def _judge(
         if again.failures and signature(again.failures) == signature(candidate.execution.failures):
             confirmed = candidate
             break
-        lost = lost or next((f for f in again.failures if f.kind in STOPS_THE_RUN), None)
+        lost = lost or next((f for f in again.failures if f.kind == "uncontrolled"), None)
     seconds = sim.seconds + time.monotonic() - start
     failed = (confirmed or sim.found).execution
     first = failed.failures[0]

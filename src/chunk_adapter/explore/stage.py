@@ -180,7 +180,7 @@ def _judge(
         runtime=CONFIRM_RUNTIME,
     )
     seconds = report.seconds + time.perf_counter() - start
-    lost = next((f for f in again.failures if f.kind in NOT_CONTROLLED), None)
+    lost = next((f for f in again.failures if f.kind == "uncontrolled"), None)
     if lost is not None:  # the replay saw what the run did not: a thread it cannot control
         return CheckResult(
             "explore", label, (), "inconclusive",
