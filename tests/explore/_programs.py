@@ -7,6 +7,7 @@ from typing import Any
 
 from chunk_adapter.explore import DfsStrategy, Strategy
 from chunk_adapter.explore.controller import Controller
+from chunk_adapter.explore.patches import ACTIVE, forget_executor_threads, installed
 from chunk_adapter.explore.primitives import ControlledRuntime
 
 RUNTIME = ["thread"]
@@ -43,3 +44,16 @@ def every_execution(
         ctl.run(lambda rt=runtime: fn(rt))  # type: ignore[misc]
         out.append(ctl)
     return out
+
+
+def run_patched_on(ctl: Controller, fn: Callable[[], None]) -> Controller:
+    """One execution of *fn* under the process-wide patches (no runtime passed: the code
+    uses ``threading`` itself), as ``run_once`` does it; the finished controller."""
+    with installed():
+        ACTIVE.runtime = ControlledRuntime(ctl)
+        try:
+            ctl.run(fn)
+        finally:
+            ACTIVE.runtime = None
+            forget_executor_threads(ctl)  # a no-op unless fn used an executor
+    return ctl

@@ -19,29 +19,15 @@ import pytest
 
 from chunk_adapter.explore import DfsStrategy, Strategy
 from chunk_adapter.explore.controller import Controller
-from chunk_adapter.explore.patches import ACTIVE, forget_executor_threads, installed
-from chunk_adapter.explore.primitives import ControlledRuntime
-from tests.explore._programs import controller
+from tests.explore._programs import controller, run_patched_on
 
 pytestmark = pytest.mark.usefixtures("each_runtime")  # every test on threads and greenlets
-
-
-def _run(ctl: Controller, fn: Callable[[], None]) -> Controller:
-    """One execution of *fn* under the patches, as ``run_once`` does it."""
-    with installed():
-        ACTIVE.runtime = ControlledRuntime(ctl)
-        try:
-            ctl.run(fn)
-        finally:
-            ACTIVE.runtime = None
-            forget_executor_threads(ctl)  # a no-op unless fn used an executor
-    return ctl
 
 
 def run_patched(fn: Callable[[], None], strategy: Strategy | None = None) -> Controller:
     strategy = strategy if strategy is not None else DfsStrategy(preemption_bound=0)
     assert strategy.start_execution()
-    return _run(controller(strategy, wall_timeout=10.0), fn)
+    return run_patched_on(controller(strategy, wall_timeout=10.0), fn)
 
 
 def every_patched(fn: Callable[[], None], strategy: Strategy) -> list[Controller]:
@@ -50,7 +36,7 @@ def every_patched(fn: Callable[[], None], strategy: Strategy) -> list[Controller
         ctl = controller(strategy, wall_timeout=10.0)
         if not strategy.start_execution():
             return out
-        out.append(_run(ctl, fn))
+        out.append(run_patched_on(ctl, fn))
 
 
 def test_clocks_and_sleep_are_virtual_on_tasks_only() -> None:
@@ -227,7 +213,7 @@ def test_locks_made_at_import_get_a_controlled_stand_in_and_are_given_back() -> 
                 for t in threads:
                     t.join()
 
-            ctl = _run(controller(strategy, wall_timeout=10.0), main)
+            ctl = run_patched_on(controller(strategy, wall_timeout=10.0), main)
             assert not ctl.failures, ctl.failures
             orders.add(tuple(order))
         assert not real_lock.locked()  # the tasks never took the real one

@@ -22,9 +22,8 @@ from chunk_adapter.explore.carriers import choose
 from chunk_adapter.explore.checks import default_checker, default_wrap
 from chunk_adapter.explore.controller import Controller
 from chunk_adapter.explore.execution import Execution, Setup, prepared, run_once
-from chunk_adapter.explore.patches import ACTIVE, installed
-from chunk_adapter.explore.primitives import ControlledRuntime
 from chunk_adapter.factory import load_factory, reference_factory
+from tests.explore._programs import run_patched_on
 from tests.quality import broken_explore as broken
 
 QUEUE_FIFO = "tests.explore.shapes.queue_fifo:make"
@@ -127,13 +126,7 @@ def _identity(record: Callable[[], Any]) -> list[Any]:
 
     strategy = DfsStrategy(preemption_bound=0)
     assert strategy.start_execution()
-    ctl = Controller(strategy, runtime="greenlet", wall_timeout=10.0)
-    with installed():
-        ACTIVE.runtime = ControlledRuntime(ctl)
-        try:
-            ctl.run(program)
-        finally:
-            ACTIVE.runtime = None
+    ctl = run_patched_on(Controller(strategy, runtime="greenlet", wall_timeout=10.0), program)
     assert not ctl.failures, ctl.failures
     return seen
 

@@ -229,27 +229,28 @@ class GreenletCarrier(Carrier):
 
 def make_carrier(runtime: str) -> Carrier:
     """The carrier for *runtime* (``"greenlet"`` or ``"thread"``)."""
-    if runtime == "greenlet":
-        if _greenlet is None:
-            raise ValueError("runtime='greenlet' needs the greenlet package: pip install greenlet")
-        return GreenletCarrier()
-    if runtime == "thread":
-        return ThreadCarrier()
-    raise ValueError(f"runtime must be one of {RUNTIMES} or 'auto', got {runtime!r}")
+    _check(runtime, "runtime")
+    return GreenletCarrier() if runtime == "greenlet" else ThreadCarrier()
+
+
+def _check(runtime: str, given_as: str) -> None:
+    """Raise ``ValueError`` naming *given_as* unless *runtime* can be run on here."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"{given_as} must be one of {RUNTIMES} or 'auto', got {runtime!r}")
+    if runtime == "greenlet" and _greenlet is None:
+        raise ValueError("runtime='greenlet' needs the greenlet package: pip install greenlet")
 
 
 def choose(runtime: str, modules: Iterable[ModuleType]) -> tuple[str, str]:
-    """The runtime to run on and why (one line): *runtime* when one is named, else the
-    greenlet runtime unless the code under test (*modules*) needs real threads."""
-    if runtime != "auto":
-        make_carrier(runtime)  # the error for a bad name, at the call that gave it
-        return runtime, "asked for"
-    named = os.environ.get(RUNTIME_ENV, "auto") or "auto"
+    """The runtime to run on and why (one line): *runtime* when one is named (else
+    ``$CHUNK_ADAPTER_RUNTIME``), else the greenlet runtime unless the code under test
+    (*modules*) needs real threads."""
+    named, why = runtime, "asked for"
+    if named == "auto":
+        named, why = os.environ.get(RUNTIME_ENV, "auto") or "auto", f"${RUNTIME_ENV}"
     if named != "auto":
-        if named not in RUNTIMES:
-            raise ValueError(f"${RUNTIME_ENV} must be one of {RUNTIMES} or 'auto', got {named!r}")
-        make_carrier(named)
-        return named, f"${RUNTIME_ENV}"
+        _check(named, "runtime" if why == "asked for" else f"${RUNTIME_ENV}")
+        return named, why
     if _greenlet is None:
         return "thread", "greenlet is not installed"
     for module in modules:
