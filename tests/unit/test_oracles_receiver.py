@@ -54,6 +54,13 @@ CASES = [
          quiet(**NO_TRIES),
          [do.poll({"r": [c("a")]})],
          only("R16", **NO_TRIES)),
+    case("R16", "is-the-root-of-a-second-hand-out-when-a-stale-get-fetched-it",
+         # the old registration's get is committed beside the new one's own get of the
+         # same chunk: the copy handed out twice is the fence's failure (R15 its symptom)
+         [do.load("r"), do.put("r_1_0", "a"), do.start("in flight"), do.cleanup("r"),
+          do.load("r"), do.get("r_1_0", c("a"), begin="in flight"), do.get("r_1_0", c("a")),
+          do.poll({"r": [c("a")]}), do.poll({"r": [c("a")]})],
+         only("R16", **NO_TRIES)),
     case("R12", "fires-on-a-hand-out-for-a-request-never-registered",
          [do.poll({"r": [c("a")]})],
          only("R12")),

@@ -186,7 +186,8 @@ def run_once(
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
-    stand.use_clock(runtime.monotonic, runtime.sleep)  # outages and pauses in virtual time
+    # outages and pauses in virtual time; the scheduler's busy steps are switch points
+    stand.use_clock(runtime.monotonic, runtime.sleep, lambda: ctl.switch_point("scheduler works"))
     history = stand.history
     options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute

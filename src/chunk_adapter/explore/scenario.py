@@ -243,6 +243,11 @@ class Scenario:
     think: float = 0.0
     """The scheduler does other work for a random time up to this many virtual seconds
     after each call of the script (with ``latency``, calls overlap as they do for real)."""
+    busy: int = 0
+    """The scheduler works on for up to this many of its own steps after each call, with no
+    virtual time passing: the adapter's runnable threads run beside it, so its next call
+    may land in the middle of one of their operations (``think`` sleeps, and a sleep lets
+    every runnable thread finish first; a real scheduler does not wait for them)."""
     liveness: float = 0.0
     """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
     owed (0: it stops once quiet, as the library's scenarios always did)."""

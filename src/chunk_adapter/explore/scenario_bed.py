@@ -80,15 +80,26 @@ class ScenarioBed:
         for seed, timed in enumerate(self.timed):
             timed.set_latency(scenario.latency, seed)
         self._think = random.Random(len(self.timed))  # the scheduler's think times
+        self.spin: Callable[[], None] = lambda: None
+        """One step of the scheduler's own work (``Scenario.busy``): a switch point under
+        the explorer, nothing on real threads."""
 
     @property
     def timed(self) -> list[Any]:
         """Every :class:`~chunk_adapter.connectors.timed.TimedFaults` of this bed."""
         return [self.bed.faulty.timed, *(b.timed for b in self.builders.values())]
 
-    def use_clock(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
-        """Run timed faults and ``pause()`` on *clock* and *sleep* (the explorer's)."""
+    def use_clock(
+        self,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        spin: Callable[[], None] | None = None,
+    ) -> None:
+        """Run timed faults and ``pause()`` on *clock* and *sleep* (the explorer's), and the
+        scheduler's busy steps on *spin*."""
         self.clock, self.sleep = clock, sleep
+        if spin is not None:
+            self.spin = spin
         for timed in self.timed:
             timed.use_clock(clock, sleep)
 
@@ -121,8 +132,12 @@ class ScenarioBed:
             before(op)
             self.apply(op, settle, note)
             after(op)
-            if self.scenario.think and op.kind not in ("settle", "stop", "pause"):
+            if op.kind in ("settle", "stop", "pause"):
+                continue
+            if self.scenario.think:
                 self.sleep(self._think.random() * self.scenario.think)
+            for _ in range(self._think.randint(0, self.scenario.busy) if self.scenario.busy else 0):
+                self.spin()
 
     def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> None:
         """:func:`.pipeline.apply` on this bed's adapters, faults and builders; the ops on

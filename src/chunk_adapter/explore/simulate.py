@@ -126,6 +126,11 @@ take jittered virtual time, so two sleeps rarely end at the same instant and, fi
 at a time, the tasks would never be runnable together; deadlines within 2 ms of the
 earliest fire with it (each task at most 2 ms late, as a real timer can be)."""
 
+MAX_STEPS = 60_000
+"""A world's step budget: a receiver polling every 1 ms takes ~6 000 steps a virtual second,
+and a world of long streams and faults in polling mode runs for 5-15 virtual seconds (at
+30 000, one world in eight was skipped as too long, most of them such worlds)."""
+
 SEEDED_RUNS = (2, 12)
 """Executions of a world under a seeded pick (PCT or random), the first that fails counting:
 ``32 // scheduler ops`` within these bounds. A small world's executions are short, and a
@@ -210,7 +215,7 @@ def simulate(
     database: ExampleDatabase | None = None,
     database_key: bytes = b"chunk-adapter:sim",
     wall_timeout: float = 10.0,
-    max_steps: int = 30_000,
+    max_steps: int = MAX_STEPS,
     substitute: Any = "auto",
     options: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o,
     shrink_seconds: float = 30.0,
@@ -358,7 +363,7 @@ def replay_world(
     factory: AdapterFactory,
     *,
     wall_timeout: float = 10.0,
-    max_steps: int = 30_000,
+    max_steps: int = MAX_STEPS,
     substitute: Any = "auto",
     runtime: str = "auto",
     slack: float | None = None,
@@ -383,7 +388,7 @@ def reference_fails(
 ) -> Execution | None:
     """The first execution of *world* on the reference adapter, under *runs* random
     schedules, that fails with a verdict (the suite would be judging wrongly), or ``None``."""
-    setup = sim_setup(reference_factory, wall_timeout=wall_timeout, max_steps=30_000)
+    setup = sim_setup(reference_factory, wall_timeout=wall_timeout, max_steps=MAX_STEPS)
     strategy = RandomStrategy(seed=0, executions=runs)
     with prepared(setup):
         while strategy.start_execution():

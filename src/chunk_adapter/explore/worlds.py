@@ -12,6 +12,9 @@ A *world* is a :class:`~.scenario.Scenario` with everything drawn:
   save at any depth, cancels, loads, polls, cleanups, reuse of a request id
   after its final, pauses, relays through the middle stage, and a ``stop()``
   that may come before the end, with calls after it;
+* **the scheduler's pace**: it sleeps a drawn think time after a call (the adapter's
+  threads finish first) or works on for a drawn number of its own steps (its next call
+  lands in the middle of their work), or calls again at once;
 * **faults in virtual time**: single put/get/build failures and bursts,
   outages from 1 ms to 60 s, slow calls, a call that hangs (60 s) while the
   scheduler stops the adapter; an outage that lasts the whole
@@ -71,6 +74,10 @@ REQUEST_IDS: tuple[tuple[str, ...], ...] = (
     ("x", "x_1", "1"),
 )
 """The request-id pools a program draws from (ids spelled like keys among them)."""
+
+BUSY: tuple[int, ...] = (0, 6, 24)
+"""How many of its own steps the scheduler may work between two calls (``Scenario.busy``):
+its next call lands at a drawn point of the adapter threads' work, not only after it."""
 
 LONG = 10.0
 """A fault this long or longer makes the world event-driven (see :func:`worlds`)."""
@@ -288,6 +295,7 @@ def worlds(draw: Any) -> Scenario:
         default_src=default_src,
         latency=draw(st.sampled_from((0.0, 0.001, 0.01, 0.05))),
         think=draw(st.sampled_from((0.0, 0.001, 0.01))),
+        busy=draw(st.sampled_from(BUSY)),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
     )

@@ -219,7 +219,19 @@ class _Chain:
     def _unexplained(self, c: int, value: Any, before: list[Any], at: int) -> Violation:
         """Why chunk *c* handed out (by the poll that began at *at*) has no matching get."""
         load = self.reg.load.begin
+        same = [g for gs in self.by_id.values() for g in gs if g.value == value]
+        crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
         if any(value == b for b in before):
+            if crossed:  # the extra copy is the old registration's commit: that is the root
+                return Violation(
+                    "R16",
+                    f"chunk {value!r} was handed out again as chunk {c} of the registration, "
+                    "and a get of it began before this registration's load_async: a value "
+                    "of a cleaned-up registration crossed the commit fence",
+                    self.rid,
+                    at=at,
+                    also=("R15",),
+                )
             return Violation(
                 "R15",
                 f"chunk {value!r} was handed out again as chunk {c} of the same registration "
@@ -228,8 +240,7 @@ class _Chain:
                 at=at,
                 also=("R14",),
             )
-        same = [g for gs in self.by_id.values() for g in gs if g.value == value]
-        if any(g.begin < load for g in same):
+        if crossed:
             return Violation(
                 "R16",
                 f"chunk {c} handed out ({value!r}) was fetched by a get that began before this "
