@@ -59,17 +59,28 @@ def default_checker(execution: Execution) -> list[Failure]:
     return found
 
 
+SCHEDULER_OWES = frozenset({"R14"})
+"""Liveness rules only the scheduler's next call can settle: a chunk got and not yet
+handed out waits for a ``poll_ready``, which no settling of the adapter's threads makes."""
+
+
 def owed_now(execution: Execution) -> bool:
-    """Whether the history up to ``execution.cut`` owes anything: a liveness violation
-    (one with no event that breaks it) on some hop, were the run quiescent there, and no
-    safety violation yet (that one fails the execution whatever arrives later)."""
+    """Whether the adapter's threads owe anything in the history up to ``execution.cut``:
+    a liveness violation (one with no event that breaks it) on some hop, were the run
+    quiescent there, other than one that waits for the scheduler (:data:`SCHEDULER_OWES`),
+    and no safety violation yet (that one fails the execution whatever arrives later).
+
+    A settle goes on while this holds; waiting out the liveness deadline for a chunk only
+    a poll can hand out cost four settles in five a full judgement of the history every
+    quarter of a virtual second, and the idle steps between (measured: 5,157 of 6,429
+    calls over 150 worlds)."""
     owed = False
     for _, history in _by_hop(execution):
         part = history if execution.cut is None else _prefix(history, execution.cut)
         for v in check(part, quiescent=True, put_tries=execution.put_tries):
             if v.at is not None:
                 return False
-            owed = True
+            owed = owed or v.rule not in SCHEDULER_OWES
     return owed
 
 

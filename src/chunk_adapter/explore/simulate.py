@@ -128,8 +128,7 @@ earliest fire with it (each task at most 2 ms late, as a real timer can be)."""
 
 MAX_STEPS = 60_000
 """A world's step budget: a receiver polling every 1 ms takes ~6 000 steps a virtual second,
-and a world of long streams and faults in polling mode runs for 5-15 virtual seconds (at
-30 000, one world in eight was skipped as too long, most of them such worlds)."""
+and a world of long streams and faults in polling mode runs for several virtual seconds."""
 
 SEEDED_RUNS = (2, 12)
 """Executions of a world under a seeded pick (PCT or random), the first that fails counting:

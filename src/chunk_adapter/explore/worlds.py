@@ -151,6 +151,15 @@ def _op(
         return mutate(draw(st.integers(0, 2)), draw(st.integers(0, 3)))
     if kind == "pause":
         return pause(draw(st.sampled_from(DURATIONS[:5])))
+    return _fault(draw, rid, sending, kind)
+
+
+FAULTS: tuple[str, ...] = ("fail_put", "fail_get", "fail_build", "outage", "slow")
+"""The kinds of op that are faults (a lifecycle draws one of these while it runs)."""
+
+
+def _fault(draw: Any, rid: str, sending: tuple[int, ...], kind: str) -> Op:
+    """A fault of *kind* on a call of request *rid* (a key of it, or every key)."""
     key = draw(
         st.one_of(
             st.none(),
@@ -171,12 +180,13 @@ def _op(
     return slow(what, target, seconds, draw(st.integers(1, 2)))
 
 
-def _lifecycle(draw: Any, rid: str, topology: str) -> list[Op]:
+def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> list[Op]:
     """What a scheduler does with one request: the sender's side (one or two streams of
     chunks, some a while after the one before, some objects changed after the save,
     some streams cancelled at any point, most ended by a final) and the receiver's side
     (a registration, sometimes cleaned up and registered again, sometimes cleaned up
-    for good), merged in any order: a receiver may register before the first chunk,
+    for good), one side now and then meeting a fault on the request's calls, merged in
+    any order: a receiver may register before the first chunk,
     mid-stream or once the stream is all there, and give up at any point of it. Now and
     then the scheduler lets everything settle between two of its calls."""
     on = draw(st.sampled_from(("middle", None))) if topology == "three-stage" else None
@@ -202,6 +212,12 @@ def _lifecycle(draw: Any, rid: str, topology: str) -> list[Op]:
         receiver += [cleanup(rid, on=on), load(rid, on=on)]
     if draw(st.booleans()):
         receiver.append(cleanup(rid, on=on))
+    if draw(st.integers(0, 2)) == 0:
+        # a fault while the request is in flight (a failed get while the receiver waits, an
+        # outage mid-stream): faults drawn apart from the lifecycles rarely meet one
+        side = draw(st.sampled_from((sender, receiver)))
+        fault = _fault(draw, rid, sending, draw(st.sampled_from(FAULTS)))
+        side.insert(draw(st.integers(0, len(side))), fault)
     ops: list[Op] = []
     while sender or receiver:
         pick = draw(st.integers(0, len(sender) + len(receiver) - 1))
@@ -219,7 +235,7 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
     kinds = st.sampled_from(_kinds(draw, topology))
     if draw(st.booleans()):
         return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))]
-    lanes = [_lifecycle(draw, rid, topology) for rid in rids[: draw(st.integers(1, len(rids)))]]
+    lanes = [_lifecycle(draw, rid, topology, sending) for rid in rids[: draw(st.integers(1, len(rids)))]]
     extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 3)))]
     lanes.append(extra)
     receivers = ("middle", None) if topology == "three-stage" else (None,)
