@@ -235,7 +235,9 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
     kinds = st.sampled_from(_kinds(draw, topology))
     if draw(st.booleans()):
         return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))]
-    lanes = [_lifecycle(draw, rid, topology, sending) for rid in rids[: draw(st.integers(1, len(rids)))]]
+    lanes = [
+        _lifecycle(draw, rid, topology, sending) for rid in rids[: draw(st.integers(1, len(rids)))]
+    ]
     extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 3)))]
     lanes.append(extra)
     receivers = ("middle", None) if topology == "three-stage" else (None,)
