@@ -162,3 +162,26 @@ def test_auto_keeps_threads_for_thread_local_storage() -> None:
 def test_a_bad_runtime_name_is_refused_where_it_is_given() -> None:
     with pytest.raises(ValueError, match="runtime must be one of"):
         choose("fibres", [])
+
+
+def test_greenlet_executions_share_one_hub_thread_and_a_stuck_one_gets_a_new_hub() -> None:
+    """The hub OS thread is kept between executions (starting one per execution cost a
+    fifth of the wall time); one left blocked in C by its execution is never reused."""
+    from tests.explore._programs import run_program
+
+    def ran_on(box: list[int]) -> Callable[[Any], None]:
+        return lambda rt: box.append(threading.get_native_id())
+
+    first: list[int] = []
+    for _ in range(5):
+        assert not run_program(ran_on(first), runtime="greenlet").failures
+    assert len(set(first)) == 1  # every execution on the same OS thread
+    blocker = threading.Event()
+    try:
+        stuck = run_program(lambda rt: blocker.wait(30), runtime="greenlet", wall_timeout=0.3)
+        assert [f.kind for f in stuck.failures] == ["uncontrolled"]
+        after: list[int] = []
+        assert not run_program(ran_on(after), runtime="greenlet").failures
+        assert after[0] != first[0]  # not the hub that is still blocked
+    finally:
+        blocker.set()

@@ -49,10 +49,12 @@ from chunk_adapter.explore.simulate import (  # noqa: E402
     signature,
     sim_setup,
     simulate,
+    strategy_for,
 )
 from chunk_adapter.explore.strategies import DrawnStrategy  # noqa: E402
 from chunk_adapter.explore.worlds import worlds  # noqa: E402
 from chunk_adapter.factory import load_factory, reference_factory  # noqa: E402
+from chunk_adapter.oracles import CallRecord  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402
 from chunk_adapter.verify.replay import replay_string  # noqa: E402
 
@@ -295,3 +297,53 @@ def test_a_scheduler_call_that_never_returns_breaks_r3_not_skipped() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True)), **WORLD)
     execution = run(world, "tests.quality.broken_verify:deadlocks_in_save")
     assert rules_of(execution) == ["R3"] and "never returned" in execution.failures[0].message
+
+
+def test_a_settle_does_not_wait_out_the_liveness_deadline_for_a_chunk_only_a_poll_hands_out() -> (
+    None
+):
+    """The chunk is got and waits for ``poll_ready``: nothing the adapter's threads owe, so
+    the settle ends after its quiet period, not at the liveness deadline (every quarter
+    second until then it judged the whole history, and the receiver polled idle)."""
+    world = Scenario("w", (load("a"), save("a", [0], True), settle(), poll()), **WORLD)
+    execution = run(world)
+    assert execution.ok, execution.failures
+    assert execution.virtual_time < WORLD["liveness"] / 2, execution.virtual_time
+
+
+@pytest.mark.rule("R23")
+def test_a_settle_still_waits_for_what_the_adapters_threads_owe() -> None:
+    """A receiver that polls every 0.6 s (too slow for R17, which the run reports) is quiet
+    for longer than a settle's quiet period while a put chunk is not yet got: the settle
+    waits for it, up to the liveness deadline, so the poll after it hands the final out."""
+    world = Scenario(
+        "w", (load("a"), settle(), save("a", [0], True), settle(), poll()),
+        options={"idle_backoff": 0.6}, **WORLD,
+    )  # fmt: skip  # the first get finds nothing; the next is 0.6 s later
+    execution = run(world)
+    assert rules_of(execution) == ["R17"], execution.failures
+    handed = [r for r in execution.history.records(CallRecord) if r.call == "poll_ready"]
+    assert handed and handed[0].result, "the final was not handed out by the poll after the settle"
+
+
+@pytest.mark.rule("R16")
+def test_the_schedulers_busy_steps_land_a_call_inside_a_threads_two_lock_sections() -> None:
+    """``Scenario.busy``: between two calls the scheduler works for some steps of its own
+    while the adapter's threads run, so its ``cleanup_receiver`` can land between a RECV
+    thread's token check and its commit (two lock sections). Think times are sleeps, and a
+    sleeping scheduler lets the threads finish first: they never reach that window here."""
+    spec = "tests.quality.unnamed.two_step_commit:make"
+    setup = sim_setup(load_factory(spec), wall_timeout=10.0, max_steps=30_000)
+    program = (load("a"), save("a", [0]), cleanup("a"), poll(), save("a", [1], True), settle())
+
+    def failing_seeds(**pace: Any) -> int:
+        world = Scenario("w", (*program, poll()), notify=True, **pace, **WORLD)
+        found = 0
+        with prepared(setup):
+            for seed in range(20):
+                runs = run_world(world, strategy_for(("sections", seed, ()), world), setup)
+                found += "R16" in rules_of(runs[-1])
+        return found
+
+    assert failing_seeds(busy=12) >= 1
+    assert failing_seeds(think=0.01) == 0

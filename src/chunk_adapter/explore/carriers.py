@@ -29,7 +29,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from types import CodeType, FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import real
 from .tasks import Task, TaskState
@@ -162,10 +162,13 @@ class GreenletCarrier(Carrier):
         assert _greenlet is not None
         self._getcurrent = _greenlet.getcurrent
         self._hub: Any = None  # the hub thread's own greenlet: where a finished task returns
-        self._thread: threading.Thread | None = None
+        self._thread: _HubThread | None = None
         # _unwind: set once by the driver when the execution is over and frozen; the hub
         # waits on it before it unwinds the tasks it still holds.
         self._unwind = real.Event()
+        # _finished: set by the hub once this execution's tasks are unwound; the driver
+        # waits on it (the hub thread itself lives on for the next execution).
+        self._finished = real.Event()
 
     def key(self) -> Any:
         return self._getcurrent()
@@ -182,13 +185,14 @@ class GreenletCarrier(Carrier):
         task.glet = _greenlet.greenlet(body, parent=self._hub)
 
     def run(self, ctl: Controller, main: Callable[[], None]) -> None:
-        hub = real.Thread(
-            target=functools.partial(self._hub_main, ctl, main),
-            name="chunk-adapter-explore-hub",
-            daemon=True,
-        )
-        self._thread = hub
-        real.thread_start(hub)
+        self._thread = _HubThread.take()
+        self._thread.submit(functools.partial(self._hub_job, ctl, main))
+
+    def _hub_job(self, ctl: Controller, main: Callable[[], None]) -> None:
+        try:
+            self._hub_main(ctl, main)
+        finally:
+            self._finished.set()
 
     def _hub_main(self, ctl: Controller, main: Callable[[], None]) -> None:
         self._hub = self._getcurrent()
@@ -223,8 +227,78 @@ class GreenletCarrier(Carrier):
 
     def abort(self, ctl: Controller, stuck: bool) -> None:
         self._unwind.set()
-        if self._thread is not None:
-            real.thread_join(self._thread, 0.05 if stuck else ctl.wall_timeout)
+        hub = self._thread
+        if hub is not None:
+            if self._finished.wait(0.05 if stuck else ctl.wall_timeout):
+                hub.give_back()
+            else:
+                hub.abandon()  # blocked in C: never given another execution
+
+
+class _HubThread:
+    """An OS thread greenlet executions run on, kept from one execution to the next:
+    starting and joining a thread per execution cost a fifth of an explorer run's wall
+    time (the start waits for the new thread to be scheduled). Idle hubs wait in a pool
+    (executions may run at once: ``verify --jobs``); a hub runs one execution at a time;
+    one whose execution did not end in time (a task blocked in C) is abandoned and ends
+    when that execution does; an idle one ends after :data:`IDLE` seconds."""
+
+    IDLE = 30.0
+    # _pool_lock guards _pool (the idle hubs) and every hub's state; held only to take,
+    # return or drop a hub, never while one runs an execution.
+    _pool_lock = real.Lock()
+    _pool: ClassVar[list[_HubThread]] = []
+
+    def __init__(self) -> None:
+        self.state = "taken"  # "idle" (in the pool), "taken" (an execution's) or "abandoned"
+        # _ready: set by submit() when a job is waiting; the hub clears it as it takes it.
+        self._ready = real.Event()
+        self._job: Callable[[], None] | None = None
+        self.thread = real.Thread(target=self._loop, name="chunk-adapter-explore-hub", daemon=True)
+        real.thread_start(self.thread)
+
+    @classmethod
+    def take(cls) -> _HubThread:
+        """An idle hub from the pool, else a new one; the caller's until it gives it back."""
+        with cls._pool_lock:
+            if cls._pool:
+                hub = cls._pool.pop()
+                hub.state = "taken"
+                return hub
+        return cls()
+
+    def give_back(self) -> None:
+        """Its execution ended and unwound: idle again, for the next one."""
+        with self._pool_lock:
+            self.state = "idle"
+            self._pool.append(self)
+
+    def abandon(self) -> None:
+        """Its execution is stuck: it ends when that does, and is never taken again."""
+        with self._pool_lock:
+            self.state = "abandoned"
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._job = job  # one owner at a time: only the execution that took this hub
+        self._ready.set()
+
+    def _loop(self) -> None:
+        while True:
+            while not self._ready.wait(self.IDLE):
+                with self._pool_lock:
+                    if self.state == "taken":
+                        continue  # its execution is about to submit
+                    if self.state == "idle":  # idle too long: take() makes a new hub
+                        self._pool.remove(self)
+                    self.state = "abandoned"
+                    return
+            self._ready.clear()
+            job, self._job = self._job, None
+            if job is not None:
+                job()  # an exception ends this thread (printed) and its execution is stuck
+            with self._pool_lock:
+                if self.state == "abandoned":
+                    return
 
 
 def make_carrier(runtime: str) -> Carrier:

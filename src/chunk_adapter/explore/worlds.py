@@ -228,10 +228,14 @@ def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> 
     return ops
 
 
-def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str) -> list[Op]:
+def _program(
+    draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str, lulls: bool
+) -> list[Op]:
     """The scheduler's program: half of the worlds interleave request lifecycles
     (:func:`_lifecycle`) with a few free ops; the other half are free ops only, of a
-    few kinds (:func:`_kinds`)."""
+    few kinds (:func:`_kinds`). With *lulls* (the event-driven worlds: in a polling one a
+    receiver polling every 1 ms takes ~6 000 steps a virtual second) the scheduler now
+    and then has nothing to do for a second or two."""
     kinds = st.sampled_from(_kinds(draw, topology))
     if draw(st.booleans()):
         return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))]
@@ -245,10 +249,11 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
     while any(lanes):
         lane = draw(st.sampled_from([i for i, lane in enumerate(lanes) if lane]))
         ops.append(lanes[lane].pop(0))
-        # Between two calls the scheduler polls, now and then lets everything settle or
-        # does other work for a while; now and then a call of the adapter's threads is
-        # slow, which holds it in flight across the scheduler's next calls (a race window
-        # held open, as delay injection does); a middle stage relays now and then.
+        # Between two calls the scheduler polls, now and then lets everything settle,
+        # does other work for a while or (event-driven worlds) has nothing to do for a
+        # second or two; now and then a call of the adapter's threads is slow, which
+        # holds it in flight across the scheduler's next calls (a race window held open,
+        # as delay injection does); a middle stage relays now and then.
         between = draw(st.integers(0, 19))
         if between < 4:
             ops.append(poll(on=draw(st.sampled_from(receivers))))
@@ -262,6 +267,10 @@ def _program(draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topolog
             ops.append(slow(what, None, seconds, draw(st.integers(1, 2))))
         elif between == 9 and topology == "three-stage":
             ops.append(relay())  # the middle hands on what it has while the program runs
+        elif between == 10 and lulls:
+            # a lull: no request for a while (an adapter that slows its polling when idle
+            # shows it only after one)
+            ops.append(pause(draw(st.sampled_from(DURATIONS[3:5]))))
     return ops
 
 
@@ -272,7 +281,8 @@ def worlds(draw: Any) -> Scenario:
     stage_ids, default_src = _stages(draw, topology)
     sending = stage_ids[:-1] if topology != "loopback" else stage_ids
     rids = draw(st.sampled_from(REQUEST_IDS))
-    ops = _program(draw, rids, sending, topology)
+    notify = draw(st.booleans())
+    ops = _program(draw, rids, sending, topology, lulls=notify)
     if draw(st.booleans()) and draw(st.booleans()):  # a stop() before the end, a quarter
         kinds = st.sampled_from(_kinds(draw, topology))
         if draw(st.booleans()):
@@ -294,7 +304,6 @@ def worlds(draw: Any) -> Scenario:
         if draw(st.booleans())
     }
     longest = max((op.seconds for op in ops if op.kind in ("outage", "slow")), default=0.0)
-    notify = draw(st.booleans())
     if longest >= LONG:
         # A receiver polling every 1 ms takes ~9 000 steps a virtual second: through a long
         # outage, such a world outgrows any step budget. Event-driven, and polling at 50 ms
