@@ -347,3 +347,19 @@ def test_the_schedulers_busy_steps_land_a_call_inside_a_threads_two_lock_section
 
     assert failing_seeds(busy=12) >= 1
     assert failing_seeds(think=0.01) == 0
+
+
+@pytest.mark.rule("R17")
+def test_a_chunk_put_while_its_request_is_not_registered_is_not_late() -> None:
+    """A judge error the third session's worlds found: the chunk lands after the receiver
+    was cleaned up (a stale get found nothing just before), and is fetched when the request
+    is registered again. Nobody was owed it in between: no R17, on any schedule."""
+    world = Scenario(
+        "w", (save("a", [0, 0]), poll(), load("a"), cleanup("a"), settle(), load("a")),
+        consume_on_get=False, notify=True, **WORLD,
+    )  # fmt: skip
+    setup = sim_setup(reference_factory, wall_timeout=10.0, max_steps=30_000)
+    with prepared(setup):
+        for seed in range(40):
+            runs = run_world(world, strategy_for(("random", seed, ()), world), setup)
+            assert runs[-1].ok, (seed, runs[-1].failures)

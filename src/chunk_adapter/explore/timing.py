@@ -166,7 +166,7 @@ def latency_failures(
                     gets[r.key].append(r)
                 elif r.outcome == "ok":
                     puts.append(r)
-        fences: dict[str | None, list[tuple[int, float]]] = defaultdict(list)
+        fences: dict[str | None, list[tuple[int, float, str]]] = defaultdict(list)
         for r in records:
             if (
                 isinstance(r, CallRecord)
@@ -175,7 +175,7 @@ def latency_failures(
                 and r.begin in times
             ):
                 who = r.request_id if r.call != "stop" else None
-                fences[who].append((r.begin, times[r.begin]))
+                fences[who].append((r.begin, times[r.begin], r.call))
         last_put: dict[str, int] = {}  # key -> end of its previous put
         for put in puts:
             since = last_put.get(put.key, 0)
@@ -193,7 +193,7 @@ def _late(
     gets: list[ConnectorOp],
     times: dict[int, float],
     end: float,
-    fences: dict[str | None, list[tuple[int, float]]],
+    fences: dict[str | None, list[tuple[int, float, str]]],
 ) -> str | None:
     """Why *put* was fetched late, or ``None`` (module doc)."""
     put_at = times[put.end]
@@ -205,8 +205,11 @@ def _late(
         return None  # the run did not last long enough to tell
     parsed = split_key(put.key)
     rid = parsed[0] if parsed else None
+    before = [call for seq, _, call in fences[rid] if seq < put.end]
+    if before and before[-1] == "cleanup_receiver":
+        return None  # not registered when it landed (an empty get then was a stale one)
     since = waited[0].end
-    if any(seq > since and t <= deadline for seq, t in fences[rid] + fences[None]):
+    if any(seq > since and t <= deadline for seq, t, _ in fences[rid] + fences[None]):
         return None  # cleaned up, registered anew or stopped meanwhile
     # fetched: by a get that began after the put ended, or by one that overlapped it (a
     # slow or latent call) and returned a value — at the moment that get returned
