@@ -45,6 +45,7 @@ from .explorer import describe
 from .reproduce import SIM
 from .scenario import Scenario, fail_put, load, save, settle, stop
 from .simulate import (
+    JUDGED_WRONG,
     STOPS_THE_RUN,
     Found,
     Simulation,
@@ -166,6 +167,11 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         wall_timeout=wall,
         substitute=tuple(ctx.substitute) or "auto",
         options=_options(factory),
+        judged_wrongly=(
+            None
+            if calibration_reference(factory) is None
+            else lambda world: reference_fails(world, wall_timeout=wall) is not None
+        ),
     )
     coverage = _coverage(sim, planned)
     if sim.stopped is not None:
@@ -178,7 +184,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         )  # fmt: skip
         return
     if sim.found is None:
-        yield _no_failure(sim, planned, coverage)
+        yield _no_failure(sim, planned, coverage, ctx.adapter_spec)
         return
     yield _judge(sim, factory, ctx, wall, coverage)
 
@@ -191,8 +197,19 @@ def _coverage(sim: Simulation, planned: int) -> str:
     return text + (f"; {skipped} skipped ({why})" if skipped else "")
 
 
-def _no_failure(sim: Simulation, planned: int, coverage: str) -> CheckResult:
+def _no_failure(sim: Simulation, planned: int, coverage: str, spec: str) -> CheckResult:
     skipped = sum(sim.skipped.values())
+    if sim.misjudged is not None:
+        bad = sim.misjudged
+        return CheckResult(
+            "simulate", CHECK, (), "inconclusive",
+            f"no confirmed failure, but the adapter failed {sim.skipped[JUDGED_WRONG]} "
+            "world(s) that the reference adapter fails too: the suite judged them wrongly, "
+            "so they decide nothing; please report the replay string. The first: "
+            f"{_first_line(bad.execution.failures[0].message)}",
+            replay=SIM.command(encode(bad.world), bad.execution.schedule, adapter_spec=spec),
+            seconds=sim.seconds, coverage=coverage,
+        )  # fmt: skip
     if sim.out_of_time:
         return CheckResult(
             "simulate", CHECK, (), "inconclusive",

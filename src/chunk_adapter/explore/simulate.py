@@ -53,6 +53,7 @@ from .tasks import signature as failure_signature
 from .worlds import schedules_for_worlds, usage, worlds
 
 __all__ = [
+    "JUDGED_WRONG",
     "NOT_A_VERDICT",
     "STOPS_THE_RUN",
     "Found",
@@ -65,6 +66,8 @@ __all__ = [
 NOT_A_VERDICT = (*NOT_CONTROLLED, "script")
 """Failure kinds that say nothing about the contract: the explore stage's (not under
 control, or over the step budget), and a settle that never saw quiet (skipped, counted)."""
+JUDGED_WRONG = "the reference adapter fails it too"
+"""Why a failing world was skipped: the suite judged it wrongly (:func:`simulate`)."""
 STOPS_THE_RUN = ("uncontrolled", "diverged", "factory")
 """Of those, the ones no other world would escape either: the run ends inconclusive."""
 
@@ -97,6 +100,8 @@ class Simulation:
     """The first failing world, as drawn."""
     found: Found | None = None
     """The smallest world that failed the same way (shrunk)."""
+    misjudged: Found | None = None
+    """The first failing world the reference adapter fails too (skipped: *judged_wrongly*)."""
     stopped: Execution | None = None
     """An execution the explorer could not control: the run stopped there."""
     out_of_time: bool = False
@@ -218,6 +223,7 @@ def simulate(
     substitute: Any = "auto",
     options: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o,
     shrink_seconds: float = 30.0,
+    judged_wrongly: Callable[[Scenario], bool] | None = None,
 ) -> Simulation:
     """Draw up to *examples* worlds and run each once; shrink the first failure.
 
@@ -225,7 +231,10 @@ def simulate(
     takes at most *shrink_seconds* after the first failure (half for Hypothesis's
     shrinker, the rest for removing ops one block at a time); it stops where it is then.
     *options* filters each world's adapter options (the stage keeps only those the
-    adapter surely gets where the oracles read them).
+    adapter surely gets where the oracles read them). *judged_wrongly* (the stage: "the
+    reference adapter fails it too") is asked of a world before its failure is taken as
+    the one to shrink: a world it says yes to is skipped and counted (:data:`JUDGED_WRONG`),
+    and the search goes on, instead of the whole run ending inconclusive on it.
     """
     sim = Simulation()
     setup = sim_setup(
@@ -263,6 +272,10 @@ def simulate(
         found = Found(world, execution, pick)
         sig = signature(execution.failures)
         if not target:
+            if judged_wrongly is not None and judged_wrongly(world):
+                sim.skipped[JUDGED_WRONG] += 1
+                sim.misjudged = sim.misjudged or found
+                return False
             target.append(sig)
             sim.worlds += 1
             sim.first = sim.found = found
