@@ -222,12 +222,15 @@ class _Chain:
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
         if any(value == b for b in before):
-            if crossed:  # the extra copy is the old registration's commit: that is the root
+            if any(g.begin < load < g.end for g in same):
+                # in flight across this registration's load_async: the extra copy is the
+                # cleaned-up registration's commit, and that is the root (a get that ended
+                # before the load explains nothing: poll_ready handed the one copy twice)
                 return Violation(
                     "R16",
                     f"chunk {value!r} was handed out again as chunk {c} of the registration, "
-                    "and a get of it began before this registration's load_async: a value "
-                    "of a cleaned-up registration crossed the commit fence",
+                    "and a get of it was in flight across this registration's load_async: a "
+                    "value of a cleaned-up registration crossed the commit fence",
                     self.rid,
                     at=at,
                     also=("R15",),
