@@ -61,11 +61,11 @@ CASES = [
           do.load("r"), do.get("r_1_0", c("a"), begin="in flight"), do.get("r_1_0", c("a")),
           do.poll({"r": [c("a")]}), do.poll({"r": [c("a")]})],
          only("R16", **NO_TRIES)),
-    case("R15", "is-the-root-of-a-second-hand-out-when-the-old-get-ended-before-the-load",
-         # the old registration got it and was cleaned up; the new one got it again and
+    case("R15", "is-the-root-of-a-second-hand-out-the-old-registration-had-handed-out",
+         # the old registration got it and handed it out; the new one got it again and
          # poll_ready handed that one copy out twice: nothing crossed the fence
-         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.cleanup("r"),
-          do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
+          do.cleanup("r"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
           do.poll({"r": [c("a")]})],
          fires("R15", **NO_TRIES)),
     case("R12", "fires-on-a-hand-out-for-a-request-never-registered",

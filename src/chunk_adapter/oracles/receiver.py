@@ -40,7 +40,9 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
                 by_id[parsed[2]].append(g)
         for n, reg in enumerate(regs):
             last = n == len(regs) - 1 and reg.cleanup is None
-            out += _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale).run()
+            earlier = [d.value for r in regs[:n] for d in r.deliveries]
+            chain = _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale, earlier)
+            out += chain.run()
     return out
 
 
@@ -177,7 +179,10 @@ class _Chain:
         puts: list[ConnectorOp],
         live: bool,
         stale: set[int],
+        earlier: list[Any],
     ) -> None:
+        self.earlier = earlier
+        """What the request's earlier registrations handed out."""
         self.rid = rid
         self.reg = reg
         self.by_id = by_id
@@ -222,15 +227,15 @@ class _Chain:
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
         if any(value == b for b in before):
-            if any(g.begin < load < g.end for g in same):
-                # in flight across this registration's load_async: the extra copy is the
-                # cleaned-up registration's commit, and that is the root (a get that ended
-                # before the load explains nothing: poll_ready handed the one copy twice)
+            if crossed and value not in self.earlier:
+                # a cleaned-up registration got it and never handed it out: the extra copy
+                # is that get committed past the fence, and that is the root (had the old
+                # registration handed it out, poll_ready handed one copy twice: R15)
                 return Violation(
                     "R16",
                     f"chunk {value!r} was handed out again as chunk {c} of the registration, "
-                    "and a get of it was in flight across this registration's load_async: a "
-                    "value of a cleaned-up registration crossed the commit fence",
+                    "and a cleaned-up registration's get of it, never handed out there, "
+                    "crossed the commit fence",
                     self.rid,
                     at=at,
                     also=("R15",),
