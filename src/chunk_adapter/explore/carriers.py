@@ -238,10 +238,11 @@ class GreenletCarrier(Carrier):
 class _HubThread:
     """An OS thread greenlet executions run on, kept from one execution to the next:
     starting and joining a thread per execution cost a fifth of an explorer run's wall
-    time (the start waits for the new thread to be scheduled). Idle hubs wait in a pool
-    (executions may run at once: ``verify --jobs``); a hub runs one execution at a time;
-    one whose execution did not end in time (a task blocked in C) is abandoned and ends
-    when that execution does; an idle one ends after :data:`IDLE` seconds."""
+    time on a busy machine (the start waits for the new thread to be scheduled). Idle
+    hubs wait in a pool (executions may run at once: ``verify --jobs``); a hub runs one
+    execution at a time; one whose execution did not end in time (a task blocked in C)
+    is abandoned and ends when that execution does; an idle one ends after :data:`IDLE`
+    seconds."""
 
     IDLE = 30.0
     # _pool_lock guards _pool (the idle hubs) and every hub's state; held only to take,
