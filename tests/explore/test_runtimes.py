@@ -185,3 +185,21 @@ def test_greenlet_executions_share_one_hub_thread_and_a_stuck_one_gets_a_new_hub
         assert after[0] != first[0]  # not the hub that is still blocked
     finally:
         blocker.set()
+
+
+def test_a_hub_whose_execution_raised_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception that escapes the hub's execution ends its thread: the next execution
+    must get a new hub, not wait for one that is gone."""
+    from chunk_adapter.explore.carriers import GreenletCarrier
+    from tests.explore._programs import run_program
+
+    def boom(self: Any, ctl: Any, main: Any) -> None:
+        raise RuntimeError("hub broke")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(GreenletCarrier, "_hub_main", boom)
+        patched.setattr(threading, "excepthook", lambda args: None)  # the expected traceback
+        run_program(lambda rt: None, runtime="greenlet", wall_timeout=0.3)
+    ran: list[int] = []
+    ctl = run_program(lambda rt: ran.append(threading.get_native_id()), runtime="greenlet")
+    assert not ctl.failures and ran

@@ -191,6 +191,10 @@ class GreenletCarrier(Carrier):
     def _hub_job(self, ctl: Controller, main: Callable[[], None]) -> None:
         try:
             self._hub_main(ctl, main)
+        except BaseException:
+            if self._thread is not None:
+                self._thread.abandon()  # before _finished: abort() must not give it back
+            raise
         finally:
             self._finished.set()
 
@@ -269,10 +273,12 @@ class _HubThread:
         return cls()
 
     def give_back(self) -> None:
-        """Its execution ended and unwound: idle again, for the next one."""
+        """Its execution ended and unwound: idle again, for the next one (unless its job
+        raised: that thread is ending)."""
         with self._pool_lock:
-            self.state = "idle"
-            self._pool.append(self)
+            if self.state == "taken":
+                self.state = "idle"
+                self._pool.append(self)
 
     def abandon(self) -> None:
         """Its execution is stuck: it ends when that does, and is never taken again."""
@@ -296,7 +302,7 @@ class _HubThread:
             self._ready.clear()
             job, self._job = self._job, None
             if job is not None:
-                job()  # an exception ends this thread (printed) and its execution is stuck
+                job()  # if it raises, this thread ends (printed); it abandoned the hub first
             with self._pool_lock:
                 if self.state == "abandoned":
                     return
