@@ -302,9 +302,7 @@ def test_a_scheduler_call_that_never_returns_breaks_r3_not_skipped() -> None:
     assert rules_of(execution) == ["R3"] and "never returned" in execution.failures[0].message
 
 
-def test_a_settle_does_not_wait_out_the_liveness_deadline_for_a_chunk_only_a_poll_hands_out() -> (
-    None
-):
+def test_a_settle_does_not_wait_out_the_deadline_for_a_chunk_only_a_poll_hands_out() -> None:
     """The chunk is got and waits for ``poll_ready``: nothing the adapter's threads owe, so
     the settle ends after its quiet period, not at the liveness deadline (every quarter
     second until then it judged the whole history, and the receiver polled idle)."""

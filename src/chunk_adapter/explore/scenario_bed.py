@@ -136,8 +136,9 @@ class ScenarioBed:
                 continue
             if self.scenario.think:
                 self.sleep(self._think.random() * self.scenario.think)
-            for _ in range(self._think.randint(0, self.scenario.busy) if self.scenario.busy else 0):
-                self.spin()
+            if self.scenario.busy:
+                for _ in range(self._think.randint(0, self.scenario.busy)):
+                    self.spin()
 
     def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> None:
         """:func:`.pipeline.apply` on this bed's adapters, faults and builders; the ops on

@@ -186,9 +186,9 @@ def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> 
     some streams cancelled at any point, most ended by a final) and the receiver's side
     (a registration, sometimes cleaned up and registered again, sometimes cleaned up
     for good), one side now and then meeting a fault on the request's calls, merged in
-    any order: a receiver may register before the first chunk,
-    mid-stream or once the stream is all there, and give up at any point of it. Now and
-    then the scheduler lets everything settle between two of its calls."""
+    any order: a receiver may register before the first chunk, mid-stream or once the
+    stream is all there, and give up at any point of it. Now and then the scheduler lets
+    everything settle between two of its calls."""
     on = draw(st.sampled_from(("middle", None))) if topology == "three-stage" else None
     sender: list[Op] = []
     for _ in range(draw(st.integers(1, 2))):

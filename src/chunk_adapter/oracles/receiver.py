@@ -40,8 +40,7 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
                 by_id[parsed[2]].append(g)
         for n, reg in enumerate(regs):
             last = n == len(regs) - 1 and reg.cleanup is None
-            earlier = [d.value for r in regs[:n] for d in r.deliveries]
-            chain = _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale, earlier)
+            chain = _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale, regs[:n])
             out += chain.run()
     return out
 
@@ -179,10 +178,10 @@ class _Chain:
         puts: list[ConnectorOp],
         live: bool,
         stale: set[int],
-        earlier: list[Any],
+        earlier: list[Registration],
     ) -> None:
         self.earlier = earlier
-        """What the request's earlier registrations handed out."""
+        """The request's registrations before this one."""
         self.rid = rid
         self.reg = reg
         self.by_id = by_id
@@ -227,7 +226,8 @@ class _Chain:
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
         if any(value == b for b in before):
-            if crossed and value not in self.earlier:
+            handed_before = any(d.value == value for r in self.earlier for d in r.deliveries)
+            if crossed and not handed_before:
                 # a cleaned-up registration got it and never handed it out: the extra copy
                 # is that get committed past the fence, and that is the root (had the old
                 # registration handed it out, poll_ready handed one copy twice: R15)
