@@ -68,6 +68,28 @@ CASES = [
           do.cleanup("r"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
           do.poll({"r": [c("a")]})],
          fires("R15", **NO_TRIES)),
+    case("R15", "is-the-root-of-a-second-hand-out-when-the-old-get's-thread-went-on",
+         # the old registration got it and never handed it out, but its thread got on with
+         # other gets before the fence: that get was committed before cleanup_receiver (and
+         # forgotten by it), so the copy handed out twice is poll_ready's
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.get("r_1_1"),
+          do.cleanup("r"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
+          do.poll({"r": [c("a")]})],
+         only("R15", **NO_TRIES)),
+    case(("R12", "R14"), "fires-when-a-second-load-async-starts-the-registration-over",
+         # chunk 0 got, then a load_async while registered; the chain began again at 0
+         # and the chunk got is lost
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.load("r"),
+          do.get("r_1_0")],
+         only("R12", quiescent=True, **NO_TRIES)),
+    case(("R12", "R15"), "is-the-root-of-a-second-hand-out-after-a-second-load-async",
+         # the chunk was handed out; the second load_async started over and it came again
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
+          do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]})],
+         only("R12", **NO_TRIES)),
+    case("R14", "a-chunk-got-and-lost-with-no-second-load-async-is-r14",
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.get("r_1_0")],
+         only("R14", quiescent=True, **NO_TRIES)),
     case("R12", "fires-on-a-hand-out-for-a-request-never-registered",
          [do.poll({"r": [c("a")]})],
          only("R12")),

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from chunk_adapter.errors import AdapterStopped
+from chunk_adapter.oracles.records import UNCOPYABLE
 from tests.unit._history_script import case, do, fires, only, play, quiet
 
 FAIL = {"fail": True}  # a build or put that raised
@@ -48,6 +49,29 @@ CASES = [
           do.put("r_1_0", "end", True, **FAIL), do.save("r", "b"), do.build("r", "b"),
           do.put("r_1_0", "b")],
          only("R11")),
+    case(("R11", "R4"), "a-lost-final-is-r11-when-the-next-stream-is-a-final-alone",
+         # the final was built and its put given up; the next stream's final, put under
+         # the lost one's id, is that stream's, not a mutated snapshot of the first
+         [do.save("r", "a"), do.build("r", "a"), do.put("r_1_0", "a"),
+          do.save("r", "end", True), do.build("r", "end", True),
+          do.put("r_1_1", "end", True, **FAIL), do.save("r", "next", True),
+          do.build("r", "next", True), do.put("r_1_1", "next", True)],
+         only("R11")),
+    case("R4", "fires-at-the-build-given-a-mutated-object",
+         # no put needed: the build was given what the program changed after the call
+         [do.save("r", [1, [2]]), do.build("r", [1, [2, "mutated"]])],
+         only("R4"),
+         [do.put("r_1_0", [1, [2, "mutated"]]), do.save("r", [3]), do.build("r", [3]),
+          do.put("r_1_1", [3])],
+         only("R4")),
+    case("R4", "quiet-at-a-build-when-a-save-could-not-be-copied-for-comparison",
+         # the recorder stands UNCOPYABLE for what deepcopy refused: nothing to compare
+         [do.save("r", UNCOPYABLE), do.build("r", "the object itself")],
+         quiet()),
+    case("R4", "quiet-at-a-build-of-an-equal-copy",
+         [do.save("r", [1, {"k": bytearray(b"x")}]), do.build("r", [1, {"k": bytearray(b"x")}]),
+          do.put("r_1_0", [1, {"k": bytearray(b"x")}])],
+         quiet(**QUIESCENT)),
     case("R4", "quiet-without-builder-records-when-data-is-the-snapshot",
          [do.save("r", ["a"]), do.put("r_1_0", ["a"])],
          quiet(),

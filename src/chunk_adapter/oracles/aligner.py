@@ -8,6 +8,9 @@ snapshot taken at the call; saves passed over without a put must be explained
 (cancel, failed build, ``None`` payload, failed puts); the final is put once,
 last, with data ``None`` when the request was cancelled. Each violation is
 placed at the put being aligned (``Violation.at``); liveness ones at ``None``.
+Before the puts, every build is checked on its own: ``build_payload`` must be
+given an object equal to a snapshot saved for the request (R4, placed at the
+build, the earliest event that shows a missing snapshot).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp
-from .records import CallRecord
+from .records import UNCOPYABLE, CallRecord
 from .timeline import Timeline
 from .violations import Violation
 
@@ -75,12 +78,14 @@ class Aligner:
         self.prev_final_end = -1  # end of the previous stream's final put
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
+        self.unsnapshotted: BuildCall | None = None  # a build already reported as R4
 
     def violation(self, rule: str, msg: str, key: str | None = None) -> None:
         """Report *rule*, at the put being aligned (``None`` while checking liveness)."""
         self.out.append(Violation(rule, msg, self.rid, key, self.at))
 
     def run(self) -> list[Violation]:
+        self._builds_of_snapshots()
         for op in self.puts:
             self.at = op.begin
             if op.outcome == "error":
@@ -107,6 +112,40 @@ class Aligner:
         return self.out
 
     # ------------------------------------------------------------------ helpers
+    def _builds_of_snapshots(self) -> None:
+        """R4 at the build: ``build_payload`` was given an object equal to no snapshot
+        saved for the request before the build ended.
+
+        The build record holds the very object the adapter passed, so an object the
+        program mutated after ``save_async`` shows its mutation here whatever the
+        schedule of the put: no snapshot was taken (or only part of one). One SAVE
+        thread builds in save order, so the match is looked for from the save after
+        the last one matched, then among every earlier save.
+        """
+        saves = [s for stream in self.streams for s in (*stream.nonfinals, stream.final) if s]
+        saves.sort(key=lambda s: s.begin)
+        if not saves or any(s.args[0] is UNCOPYABLE for s in saves):
+            return
+        begins = [s.begin for s in saves]
+        after = 0
+        for b in self.builds:
+            made = bisect.bisect_left(begins, b.end)
+            order = [*range(after, made), *range(min(after, made))]
+            j = next((j for j in order if saves[j].args[0] == b.snapshot), None)
+            if j is not None:
+                after = j + 1
+                continue
+            self.at = b.begin
+            self.unsnapshotted = b
+            self.violation(
+                "R4",
+                f"build_payload was given {b.snapshot!r}, which equals no snapshot saved for "
+                "the request (the object must be copied at save_async time: a mutation after "
+                "the call reached the build)",
+            )
+            self.at = None
+            return
+
     def _cancels(self, before: int) -> list[CallRecord]:
         """Cancels that mark the current stream and began before *before*."""
         return [c for c in self.cancels if self.prev_final_end < c.begin < before]
@@ -187,7 +226,7 @@ class Aligner:
             self.violation(
                 "R8", "a non-final chunk was put with data None; it must be skipped", op.key
             )
-        snap = data
+        snap, built = data, None
         if self.have_builds:
             b = self._build_before(op, self.prev_final_end)
             if b is None or b.is_final or b.outcome != "ok":
@@ -205,7 +244,7 @@ class Aligner:
                     f"put data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
                 )
-            snap = b.snapshot
+            snap, built = b.snapshot, b
         j = self._match(stream.nonfinals, snap, op)
         if j is None:
             earlier = any(s.args[0] == snap for s in stream.nonfinals[: self.pending_at])
@@ -220,13 +259,14 @@ class Aligner:
             elif (later := self._later_stream(snap, op)) is not None:
                 self._lost_final(stream, later, snap, op)
             else:
-                self.violation(
-                    "R4",
-                    f"payload built from {snap!r}, which is no snapshot saved for this stream "
-                    f"(pending saves: {pending!r}); "
-                    "the object must be copied at save_async time",
-                    op.key,
-                )
+                if built is None or built is not self.unsnapshotted:  # else said at the build
+                    self.violation(
+                        "R4",
+                        f"payload built from {snap!r}, which is no snapshot saved for this "
+                        f"stream (pending saves: {pending!r}); "
+                        "the object must be copied at save_async time",
+                        op.key,
+                    )
                 self._consume_mutated(stream.nonfinals, op)
             self.failures = 0
             return
@@ -262,7 +302,31 @@ class Aligner:
         # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
         self.started_after = {}
-        self._nonfinal(op)
+        if is_final_put(op):
+            self._final(op)
+        else:
+            self._nonfinal(op)
+
+    def _later_final(self, final: CallRecord, op: ConnectorOp) -> int | None:
+        """The index of a later stream whose final *op* puts, when this stream's final
+        (*final*) was built but never put: *op*'s build is of that later final's snapshot,
+        saved before *op*, while a build of this final's snapshot ended before it (so the
+        final was not built from a mutated object, R4: it was given up)."""
+        if not self.have_builds:
+            return None
+        b = self._build_before(op, final.begin)
+        if b is None or not b.is_final or b.snapshot == final.args[0]:
+            return None
+        lo = bisect.bisect_right(self._build_begins, final.begin)
+        if not any(
+            x.is_final and x.end < b.begin and x.snapshot == final.args[0] for x in self.builds[lo:]
+        ):
+            return None
+        for index in range(self.stream_at + 1, len(self.streams)):
+            later = self.streams[index].final
+            if later is not None and later.begin < op.begin and later.args[0] == b.snapshot:
+                return index
+        return None
 
     def _consume_mutated(self, nonfinals: list[CallRecord], op: ConnectorOp) -> None:
         """The put of a mutated object (R4) is still the put of one pending save.
@@ -308,6 +372,11 @@ class Aligner:
     def _final(self, op: ConnectorOp) -> None:
         stream = self.streams[self.stream_at]
         s = stream.final
+        if s is not None and (later := self._later_final(s, op)) is not None:
+            lost = self.streams[later].final
+            assert lost is not None  # _later_final returns a stream with a final
+            self._lost_final(stream, later, lost.args[0], op)
+            return
         if s is None:
             self.violation(
                 "R11",
@@ -371,7 +440,7 @@ class Aligner:
                     f"final data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
                 )
-            elif b.snapshot != s.args[0]:
+            elif b.snapshot != s.args[0] and b is not self.unsnapshotted:
                 self.violation(
                     "R4",
                     f"final payload built from {b.snapshot!r}, but the snapshot at save_async "

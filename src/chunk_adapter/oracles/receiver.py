@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..history import ConnectorOp
@@ -27,6 +28,7 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     out += _stray(tl)
     receivers = {c.adapter for c in tl.calls if c.call == "load_async"}
     live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
+    moved_on = _moved_on(tl)
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
         regs = tl.registrations.get(rid, [])
@@ -40,9 +42,31 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
                 by_id[parsed[2]].append(g)
         for n, reg in enumerate(regs):
             last = n == len(regs) - 1 and reg.cleanup is None
-            chain = _Chain(rid, reg, by_id, tl.puts.get(rid, []), live and last, stale, regs[:n])
+            chain = _Chain(
+                rid, reg, gets, by_id, tl.puts.get(rid, []), live and last, stale, regs[:n],
+                moved_on,
+            )  # fmt: skip
             out += chain.run()
     return out
+
+
+def _moved_on(tl: Timeline) -> Callable[[ConnectorOp, int], bool]:
+    """``moved_on(g, t)``: *g*'s thread began another get (of any request) after *g*
+    ended and before *t*. A RECV thread commits what it got before its next get, so
+    such a get's commit is no longer pending at *t*."""
+    begins: dict[str, list[int]] = defaultdict(list)
+    for ops in tl.gets.values():
+        for g in ops:
+            begins[g.thread].append(g.begin)
+    for b in begins.values():
+        b.sort()
+
+    def moved_on(g: ConnectorOp, t: int) -> bool:
+        mine = begins[g.thread]
+        i = bisect.bisect_right(mine, g.end)
+        return i < len(mine) and mine[i] < t
+
+    return moved_on
 
 
 def _maybe_stale(gets: list[ConnectorOp], regs: list[Registration]) -> set[int]:
@@ -167,27 +191,25 @@ def _gets_return_puts(
             )
 
 
+@dataclass
 class _Chain:
     """Matches one registration's deliveries to a chain of gets (module doc)."""
 
-    def __init__(
-        self,
-        rid: str,
-        reg: Registration,
-        by_id: dict[int, list[ConnectorOp]],
-        puts: list[ConnectorOp],
-        live: bool,
-        stale: set[int],
-        earlier: list[Registration],
-    ) -> None:
-        self.earlier = earlier
-        """The request's registrations before this one."""
-        self.rid = rid
-        self.reg = reg
-        self.by_id = by_id
-        self.puts = puts
-        self.live = live
-        self.stale = stale
+    rid: str
+    reg: Registration
+    gets: list[ConnectorOp]
+    """Every get of the request, in begin order."""
+    by_id: dict[int, list[ConnectorOp]]
+    """The request's successful gets by chunk id."""
+    puts: list[ConnectorOp]
+    live: bool
+    """Judge liveness: quiescent, the receiver running, the request's last registration."""
+    stale: set[int]
+    """``id()`` of the gets that may be a cleaned-up registration's (``_maybe_stale``)."""
+    earlier: list[Registration]
+    """The request's registrations before this one."""
+    moved_on: Callable[[ConnectorOp, int], bool]
+    """``moved_on(get, t)``: the get's thread began another get after it, before *t*."""
 
     def run(self) -> list[Violation]:
         out: list[Violation] = []
@@ -226,11 +248,21 @@ class _Chain:
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
         if any(value == b for b in before):
+            for got in same:
+                parsed = split_key(got.key)
+                if got.begin > load and parsed is not None:
+                    restart = self._restarted_by(got, parsed[2], at)
+                    if restart is not None:  # a second chain fetched it again
+                        return restart
             handed_before = any(d.value == value for r in self.earlier for d in r.deliveries)
-            if crossed and not handed_before:
-                # a cleaned-up registration got it and never handed it out: the extra copy
-                # is that get committed past the fence, and that is the root (had the old
-                # registration handed it out, poll_ready handed one copy twice: R15)
+            if not handed_before and any(
+                g.begin < load and not self.moved_on(g, load) for g in same
+            ):
+                # a cleaned-up registration got it and never handed it out, and its thread
+                # did nothing more until the new registration: the extra copy is that get
+                # committed past the fence, and that is the root (had the old registration
+                # handed it out, or its thread gone on to other gets first, the commit came
+                # before the fence and poll_ready handed one copy twice: R15)
                 return Violation(
                     "R16",
                     f"chunk {value!r} was handed out again as chunk {c} of the registration, "
@@ -272,12 +304,44 @@ class _Chain:
             at=at,
         )
 
+    def _restarted_by(self, got: ConnectorOp, n: int, before: int = 1 << 62) -> Violation | None:
+        """R12, the root of chunk *n* lost or handed out twice: a ``load_async`` was made
+        while the request was registered, and a get of chunk *n* or an earlier one began
+        after both it and the get of *n*: the call started the registration over (the
+        chunk got under the old start dropped, or fetched and handed out again) where it
+        must change nothing. Only gets that began before *before* count."""
+        for reload in self.reg.reloads:
+            after = max(got.end, reload.begin)
+            again = [
+                g
+                for g in self.gets
+                if after < g.begin < before
+                and (key := split_key(g.key)) is not None
+                and key[2] <= n
+            ]
+            if again:
+                return Violation(
+                    "R12",
+                    f"load_async of the registered request started its registration over: "
+                    f"chunk {n} ({got.value!r}) was got, and "
+                    f"{min(again, key=lambda g: g.begin).key!r} was fetched again after it "
+                    "(a load_async while registered must change nothing)",
+                    self.rid,
+                    got.key,
+                    at=reload.begin,
+                    also=("R14",),
+                )
+        return None
+
     def _liveness(self, n: int, last_end: int) -> list[Violation]:
         """R14/R23 after quiescence: the registration's next chunk is not stuck."""
         if n and _finished(self.reg.deliveries[-1].value):
             return []
         for g in self.by_id.get(n, []):
             if g.begin > last_end and id(g) not in self.stale:
+                restart = self._restarted_by(g, n)
+                if restart is not None:
+                    return [restart]
                 return [
                     Violation(
                         "R14",

@@ -55,6 +55,8 @@ class Registration:
     load: CallRecord
     cleanup: CallRecord | None = None
     deliveries: list[Delivery] = field(default_factory=list)
+    reloads: list[CallRecord] = field(default_factory=list)
+    """``load_async`` calls made while registered (each must change nothing, R12)."""
 
 
 @dataclass
@@ -167,6 +169,8 @@ def _registrations(
                 reg = Registration(rid, c)
                 current[(c.adapter, rid)] = reg
                 regs[rid].append(reg)
+            else:
+                current[(c.adapter, rid)].reloads.append(c)
         elif c.call == "cleanup_receiver" and rid is not None:
             ended = current.pop((c.adapter, rid), None)
             if ended is not None:
