@@ -28,7 +28,9 @@ failing world shrinks as far as the bug lets it.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
@@ -97,17 +99,41 @@ _nested = st.recursive(
 )
 _payloads = st.one_of(st.integers(0, 9), _nested, st.none())
 
+# Every draw below goes through a strategy built once: a strategy made afresh for each
+# draw (``st.sampled_from(a_list)``, ``st.one_of(...)``) is validated and has its
+# emptiness worked out every time, which made drawing a world (and every step of
+# shrinking one) cost more than running it.
+_int = functools.cache(st.integers)
+_BOOL = st.booleans()
+T = TypeVar("T")
+
+
+def _pick(draw: Any, items: Sequence[T]) -> T:
+    """One of *items* (shrinks towards the first)."""
+    index: int = draw(_int(0, len(items) - 1))
+    return items[index]
+
+
+@functools.cache
+def _distinct_ids(count: int) -> st.SearchStrategy[list[int]]:
+    return st.lists(st.integers(0, 7), min_size=count, max_size=count, unique=True)
+
+
+@functools.cache
+def _left_out(usable: tuple[str, ...]) -> st.SearchStrategy[set[str]]:
+    return st.sets(st.sampled_from(usable[1:]), max_size=len(usable) - 2)
+
 
 def _stages(draw: Any, topology: str) -> tuple[tuple[int, ...], bool]:
     """Stage ids per member, and whether receivers may take the default source."""
     count = len(TOPOLOGIES[topology])
     if topology == "loopback":
-        return (draw(st.integers(0, 7)),), False
-    default_src = draw(st.booleans())
+        return (draw(_int(0, 7)),), False
+    default_src = draw(_BOOL)
     if default_src:  # consecutive, so the default src_stage_id reads the right stage
-        first = draw(st.integers(0, 8 - count))
+        first = draw(_int(0, 8 - count))
         return tuple(first + i for i in range(count)), True
-    ids = draw(st.lists(st.integers(0, 7), min_size=count, max_size=count, unique=True))
+    ids = draw(_distinct_ids(count))
     return tuple(ids), False
 
 
@@ -123,24 +149,28 @@ def _kinds(draw: Any, topology: str) -> tuple[str, ...]:
     world leaves some kinds out, so some programs are all saves, loads and cleanups and
     others all faults, instead of every program being the same even mix."""
     usable = [k for k in KINDS if k != "relay" or topology == "three-stage"]
-    left_out = draw(st.sets(st.sampled_from(usable[1:]), max_size=len(usable) - 2))
+    left_out = draw(_left_out(tuple(usable)))
     return tuple(k for k in usable if k not in left_out)
 
 
 def _op(
-    draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str, kinds: Any
+    draw: Any,
+    rids: tuple[str, ...],
+    sending: tuple[int, ...],
+    topology: str,
+    kinds: tuple[str, ...],
 ) -> Op:
     """One op of the program (see module doc), of one of *kinds*."""
-    rid = draw(st.sampled_from(rids))
+    rid = _pick(draw, rids)
     receivers = ("middle", None) if topology == "three-stage" else (None,)
-    kind = draw(kinds)
+    kind = _pick(draw, kinds)
     if kind in ("save", "save_final"):
         return save(rid, draw(_payloads), kind == "save_final")
     if kind in ("load", "cleanup"):
-        on = draw(st.sampled_from(receivers))
+        on = _pick(draw, receivers)
         return load(rid, on=on) if kind == "load" else cleanup(rid, on=on)
     if kind == "poll":
-        return poll(on=draw(st.sampled_from(receivers)))
+        return poll(on=_pick(draw, receivers))
     if kind == "cancel":
         return cancel(rid)
     if kind == "settle":
@@ -148,9 +178,9 @@ def _op(
     if kind == "relay":
         return relay()
     if kind == "mutate":
-        return mutate(draw(st.integers(0, 2)), draw(st.integers(0, 3)))
+        return mutate(draw(_int(0, 2)), draw(_int(0, 3)))
     if kind == "pause":
-        return pause(draw(st.sampled_from(DURATIONS[:5])))
+        return pause(_pick(draw, DURATIONS[:5]))
     return _fault(draw, rid, sending, kind)
 
 
@@ -160,24 +190,19 @@ FAULTS: tuple[str, ...] = ("fail_put", "fail_get", "fail_build", "outage", "slow
 
 def _fault(draw: Any, rid: str, sending: tuple[int, ...], kind: str) -> Op:
     """A fault of *kind* on a call of request *rid* (a key of it, or every key)."""
-    key = draw(
-        st.one_of(
-            st.none(),
-            st.builds(lambda s, n: f"{rid}_{s}_{n}", st.sampled_from(sending), st.integers(0, 2)),
-        )
-    )
+    key = f"{rid}_{_pick(draw, sending)}_{draw(_int(0, 2))}" if draw(_BOOL) else None
     if kind == "fail_put":
-        return fail_put(key, draw(st.integers(1, 4)))
+        return fail_put(key, draw(_int(1, 4)))
     if kind == "fail_get":
-        return fail_get(key, draw(st.integers(1, 4)))
+        return fail_get(key, draw(_int(1, 4)))
     if kind == "fail_build":
-        return fail_build(rid, draw(st.integers(1, 3)))
-    what = draw(st.sampled_from(("put", "get", "build")))
+        return fail_build(rid, draw(_int(1, 3)))
+    what = _pick(draw, ("put", "get", "build"))
     target = rid if what == "build" else key
-    seconds = draw(st.sampled_from(DURATIONS))
+    seconds = _pick(draw, DURATIONS)
     if kind == "outage":
         return outage(what, target, seconds)
-    return slow(what, target, seconds, draw(st.integers(1, 2)))
+    return slow(what, target, seconds, draw(_int(1, 2)))
 
 
 def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> list[Op]:
@@ -189,41 +214,41 @@ def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> 
     any order: a receiver may register before the first chunk, mid-stream or once the
     stream is all there, and give up at any point of it. Now and then the scheduler lets
     everything settle between two of its calls."""
-    on = draw(st.sampled_from(("middle", None))) if topology == "three-stage" else None
+    on = _pick(draw, ("middle", None)) if topology == "three-stage" else None
     sender: list[Op] = []
-    for _ in range(draw(st.integers(1, 2))):
+    for _ in range(draw(_int(1, 2))):
         # a few chunks, and now and then a long stream (ids past 9: two-digit keys)
-        chunks = draw(st.integers(0, 3)) if draw(st.integers(0, 7)) else draw(st.integers(4, 13))
-        cancel_at = draw(st.integers(0, chunks)) if draw(st.integers(0, 3)) == 0 else -1
+        chunks = draw(_int(0, 3)) if draw(_int(0, 7)) else draw(_int(4, 13))
+        cancel_at = draw(_int(0, chunks)) if draw(_int(0, 3)) == 0 else -1
         for n in range(chunks + 1):
             if n == cancel_at:
                 sender.append(cancel(rid))
             if n == chunks:
                 break
-            if draw(st.integers(0, 2)) == 0:  # the model takes a while to make a chunk
-                sender.append(pause(draw(st.sampled_from(DURATIONS[:4]))))
+            if draw(_int(0, 2)) == 0:  # the model takes a while to make a chunk
+                sender.append(pause(_pick(draw, DURATIONS[:4])))
             sender.append(save(rid, draw(_payloads)))
-            if draw(st.integers(0, 3)) == 0:
-                sender.append(mutate(0, draw(st.integers(0, 3))))
-        if draw(st.integers(0, 4)) > 0:
+            if draw(_int(0, 3)) == 0:
+                sender.append(mutate(0, draw(_int(0, 3))))
+        if draw(_int(0, 4)) > 0:
             sender.append(save(rid, draw(_payloads), True))
     receiver = [load(rid, on=on)]
-    for _ in range(draw(st.integers(0, 2))):
+    for _ in range(draw(_int(0, 2))):
         receiver += [cleanup(rid, on=on), load(rid, on=on)]
-    if draw(st.booleans()):
+    if draw(_BOOL):
         receiver.append(cleanup(rid, on=on))
-    if draw(st.integers(0, 2)) == 0:
+    if draw(_int(0, 2)) == 0:
         # a fault while the request is in flight (a failed get while the receiver waits, an
         # outage mid-stream): faults drawn apart from the lifecycles rarely meet one
-        side = draw(st.sampled_from((sender, receiver)))
-        fault = _fault(draw, rid, sending, draw(st.sampled_from(FAULTS)))
-        side.insert(draw(st.integers(0, len(side))), fault)
+        side = _pick(draw, (sender, receiver))
+        fault = _fault(draw, rid, sending, _pick(draw, FAULTS))
+        side.insert(draw(_int(0, len(side))), fault)
     ops: list[Op] = []
     while sender or receiver:
-        pick = draw(st.integers(0, len(sender) + len(receiver) - 1))
+        pick = draw(_int(0, len(sender) + len(receiver) - 1))
         side = sender if pick < len(sender) else receiver  # a uniform merge of the two
         ops.append(side.pop(0))
-        if draw(st.integers(0, 4)) == 0:
+        if draw(_int(0, 4)) == 0:
             ops.append(settle())
     return ops
 
@@ -236,73 +261,67 @@ def _program(
     few kinds (:func:`_kinds`). With *lulls* (the event-driven worlds: in a polling one a
     receiver polling every 1 ms takes ~6 000 steps a virtual second) the scheduler now
     and then has nothing to do for a second or two."""
-    kinds = st.sampled_from(_kinds(draw, topology))
-    if draw(st.booleans()):
-        return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(1, 12)))]
-    lanes = [
-        _lifecycle(draw, rid, topology, sending) for rid in rids[: draw(st.integers(1, len(rids)))]
-    ]
-    extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 3)))]
+    kinds = _kinds(draw, topology)
+    if draw(_BOOL):
+        return [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(1, 12)))]
+    lanes = [_lifecycle(draw, rid, topology, sending) for rid in rids[: draw(_int(1, len(rids)))]]
+    extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 3)))]
     lanes.append(extra)
     receivers = ("middle", None) if topology == "three-stage" else (None,)
     ops: list[Op] = []
     while any(lanes):
-        lane = draw(st.sampled_from([i for i, lane in enumerate(lanes) if lane]))
+        lane = _pick(draw, [i for i, lane in enumerate(lanes) if lane])
         ops.append(lanes[lane].pop(0))
         # Between two calls the scheduler polls, now and then lets everything settle,
         # does other work for a while or (event-driven worlds) has nothing to do for a
         # second or two; now and then a call of the adapter's threads is slow, which
         # holds it in flight across the scheduler's next calls (a race window held open,
         # as delay injection does); a middle stage relays now and then.
-        between = draw(st.integers(0, 19))
+        between = draw(_int(0, 19))
         if between < 4:
-            ops.append(poll(on=draw(st.sampled_from(receivers))))
+            ops.append(poll(on=_pick(draw, receivers)))
         elif between < 6:
             ops.append(settle())
         elif between < 8:
-            ops.append(pause(draw(st.sampled_from(DURATIONS[:3]))))
+            ops.append(pause(_pick(draw, DURATIONS[:3])))
         elif between == 8:
-            what = draw(st.sampled_from(("get", "put", "build")))
-            seconds = draw(st.sampled_from(DURATIONS[1:5]))
-            ops.append(slow(what, None, seconds, draw(st.integers(1, 2))))
+            what = _pick(draw, ("get", "put", "build"))
+            seconds = _pick(draw, DURATIONS[1:5])
+            ops.append(slow(what, None, seconds, draw(_int(1, 2))))
         elif between == 9 and topology == "three-stage":
             ops.append(relay())  # the middle hands on what it has while the program runs
         elif between == 10 and lulls:
             # a lull: no request for a while (an adapter that slows its polling when idle
             # shows it only after one)
-            ops.append(pause(draw(st.sampled_from(DURATIONS[3:5]))))
+            ops.append(pause(_pick(draw, DURATIONS[3:5])))
     return ops
 
 
 @st.composite
 def worlds(draw: Any) -> Scenario:
     """A whole world (module doc) as a :class:`Scenario` named ``"world"``."""
-    topology = draw(st.sampled_from(("pipeline", "three-stage", "loopback")))
+    topology = _pick(draw, ("pipeline", "three-stage", "loopback"))
     stage_ids, default_src = _stages(draw, topology)
     sending = stage_ids[:-1] if topology != "loopback" else stage_ids
-    rids = draw(st.sampled_from(REQUEST_IDS))
-    notify = draw(st.booleans())
+    rids = _pick(draw, REQUEST_IDS)
+    notify = draw(_BOOL)
     ops = _program(draw, rids, sending, topology, lulls=notify)
-    if draw(st.booleans()) and draw(st.booleans()):  # a stop() before the end, a quarter
-        kinds = st.sampled_from(_kinds(draw, topology))
-        if draw(st.booleans()):
+    if draw(_BOOL) and draw(_BOOL):  # a stop() before the end, a quarter
+        kinds = _kinds(draw, topology)
+        if draw(_BOOL):
             # shutting down while a call hangs (the contract: stop() returns within its
             # join timeout even then); the hung call is the next one of its kind
-            what = draw(st.sampled_from(("build", "put", "get")))
-            ops.insert(draw(st.integers(0, len(ops))), slow(what, None, DURATIONS[-1]))
+            what = _pick(draw, ("build", "put", "get"))
+            ops.insert(draw(_int(0, len(ops))), slow(what, None, DURATIONS[-1]))
         ops.append(stop())
-        ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(st.integers(0, 2)))]
+        ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 2)))]
     ops = usage(ops)
     ops = _numbered(ops)
     if topology == "three-stage" and not any(op.kind == "stop" for op in ops):
         # the middle hands on what it got before the end, polled until it is quiet: a chunk
         # it got after its last poll would read "never handed out" (R14)
         ops += [settle(), relay()] * 3
-    options = {
-        name: draw(st.sampled_from(values))
-        for name, values in OPTIONS.items()
-        if draw(st.booleans())
-    }
+    options = {name: _pick(draw, values) for name, values in OPTIONS.items() if draw(_BOOL)}
     longest = max((op.seconds for op in ops if op.kind in ("outage", "slow")), default=0.0)
     if longest >= LONG:
         # A receiver polling every 1 ms takes ~9 000 steps a virtual second: through a long
@@ -314,15 +333,15 @@ def worlds(draw: Any) -> Scenario:
         "world",
         tuple(ops),
         options=options,
-        consume_on_get=draw(st.booleans()),
+        consume_on_get=draw(_BOOL),
         notify=notify,
         topology=topology,
         stage_id=stage_ids[0],
         stage_ids=stage_ids,
         default_src=default_src,
-        latency=draw(st.sampled_from((0.0, 0.001, 0.01, 0.05))),
-        think=draw(st.sampled_from((0.0, 0.001, 0.01))),
-        busy=draw(st.sampled_from(BUSY)),
+        latency=_pick(draw, (0.0, 0.001, 0.01, 0.05)),
+        think=_pick(draw, (0.0, 0.001, 0.01)),
+        busy=_pick(draw, BUSY),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
     )
