@@ -98,15 +98,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="ci", help="verify profile (ci)")
     parser.add_argument("--seed", type=int, default=0, help="verify --seed (0)")
     parser.add_argument(
+        "--vary-seed", action="store_true",
+        help="run i verifies with --seed SEED+i: each run another derandomized sample "
+        "(a false alarm that one sample of worlds or schedules reaches shows in some)",
+    )  # fmt: skip
+    parser.add_argument(
         "--allow-inconclusive", action="store_true", help="exit 0 even when some run exited 3"
     )
     args = parser.parse_args(argv)
     specs = args.adapter or list(CORRECT)
-    extra = ["--profile", args.profile, "--seed", str(args.seed)]
+    extra = ["--profile", args.profile]
     if args.max_seconds is not None:
         extra += ["--max-seconds", str(args.max_seconds)]
     budget = args.max_seconds or {"quick": 60.0, "ci": 150.0, "hunt": 1800.0}.get(args.profile, 150)
     limit = 3 * budget + 60.0
+
+    def seed_of(run: int) -> int:
+        return args.seed + run if args.vary_seed else args.seed
 
     # Run-major order: with --parallel 2, two different adapters verify at once.
     jobs = [(spec, run) for run in range(args.runs) for spec in specs]
@@ -116,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         tempfile.TemporaryDirectory(prefix="false-alarms-") as tmp,
         ThreadPoolExecutor(max_workers=args.parallel) as pool,
     ):
-        futures = [pool.submit(_verify_once, s, r, extra, Path(tmp), limit) for s, r in jobs]
+        futures = [
+            pool.submit(_verify_once, s, r, [*extra, "--seed", str(seed_of(r))], Path(tmp), limit)
+            for s, r in jobs
+        ]
         for future in futures:
             outcome = future.result()
             outcomes.append(outcome)
@@ -128,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             )
 
     print(
-        f"\nchunk-adapter verify --profile {args.profile} {' '.join(extra[2:])}: "
+        f"\nchunk-adapter verify --profile {args.profile} {' '.join(extra[2:])} --seed "
+        f"{f'{args.seed}+run' if args.vary_seed else args.seed}: "
         f"{args.runs} run(s) per adapter, {args.parallel} at once, "
         f"{time.monotonic() - started:.0f} s in all\n"
     )
