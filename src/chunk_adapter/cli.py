@@ -15,7 +15,9 @@ __all__ = ["main"]
 
 ADAPTER_HELP = (
     "the adapter factory, as package.module:factory, called as "
-    "factory(connector, *, stage_id, src_stage_id=None, build_payload=None) "
+    "factory(connector, *, stage_id, src_stage_id=None, build_payload=None, **options) "
+    "(options: the adapter settings it accepts by name, e.g. put_tries; the checks pass "
+    "only those its signature names, or any when it takes **options) "
     f"(default: the reference adapter, {REFERENCE})"
 )
 
