@@ -76,6 +76,12 @@ CASES = [
           do.cleanup("r"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
           do.poll({"r": [c("a")]})],
          only("R15", **NO_TRIES)),
+    case("R16", "is-the-root-when-the-old-get's-thread-went-on-only-after-the-fence",
+         # its next get began after cleanup_receiver: the commit may have come after it
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.cleanup("r"),
+          do.get("x_1_0"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
+          do.poll({"r": [c("a")]})],
+         only("R16", **NO_TRIES)),
     case(("R12", "R14"), "fires-when-a-second-load-async-starts-the-registration-over",
          # chunk 0 got, then a load_async while registered; the chain began again at 0
          # and the chunk got is lost

@@ -17,6 +17,21 @@ from tests.unit._history_script import case, do, fires, only, play, quiet
 FAIL = {"fail": True}  # a build or put that raised
 QUIESCENT = {"quiescent": True}
 
+
+class NoTruth:
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value is ambiguous")
+
+
+class Ambiguous:
+    """A value whose ``==`` answers neither True nor False (like a numpy array's)."""
+
+    def __eq__(self, other: object) -> Any:
+        return NoTruth()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 CASES = [
     case("R9", "quiet-on-contiguous-ids-and-stream-reuse",
          [do.sent("r", [("a", False), ("b", True)]), do.sent("r", [("c", True)])],
@@ -67,6 +82,16 @@ CASES = [
     case("R4", "quiet-at-a-build-when-a-save-could-not-be-copied-for-comparison",
          # the recorder stands UNCOPYABLE for what deepcopy refused: nothing to compare
          [do.save("r", UNCOPYABLE), do.build("r", "the object itself")],
+         quiet()),
+    case(("R11", "R6"), "quiet-on-a-cancelled-final-built-before-the-next-streams-final",
+         # builds run ahead of the puts (a pipelined SAVE side): the first final was built,
+         # then cancelled and put with None; the next stream's final follows
+         [do.save("r", "x", True), do.build("r", "x", True), do.cancel("r"),
+          do.save("r", "y", True), do.build("r", "y", True), do.put("r_1_0", None, True),
+          do.put("r_1_0", "y", True)],
+         quiet(**QUIESCENT)),
+    case("R4", "quiet-at-a-build-of-values-whose-equality-cannot-say",
+         [do.save("r", Ambiguous()), do.build("r", Ambiguous())],
          quiet()),
     case("R4", "quiet-at-a-build-of-an-equal-copy",
          [do.save("r", [1, {"k": bytearray(b"x")}]), do.build("r", [1, {"k": bytearray(b"x")}]),

@@ -48,6 +48,16 @@ def _streams(saves: list[CallRecord]) -> list[_Stream]:
     return streams
 
 
+def _equal(a: Any, b: Any) -> bool | None:
+    """``a == b`` as a plain bool, ``None`` when the values cannot say (an ``==`` that
+    raises or returns something else, as a numpy array's does)."""
+    try:
+        same = a == b
+    except Exception:
+        return None
+    return same if isinstance(same, bool) else None
+
+
 def data_of(op: ConnectorOp) -> Any:
     return op.value.get("data") if isinstance(op.value, dict) else None
 
@@ -118,7 +128,10 @@ class Aligner:
 
         The build record holds the very object the adapter passed, so an object the
         program mutated after ``save_async`` shows its mutation here whatever the
-        schedule of the put: no snapshot was taken (or only part of one). One SAVE
+        schedule of the put: no snapshot was taken (or only part of one). (So does a
+        snapshot the adapter itself changes after the build, e.g. a buffer it reuses:
+        the put-time check has always read that as R4 too.) Values whose ``==`` cannot
+        say (:func:`_equal` ``None``) count as equal. One SAVE
         thread builds in save order, so the match is looked for from the save after
         the last one matched, then among every earlier save.
         """
@@ -131,7 +144,7 @@ class Aligner:
         for b in self.builds:
             made = bisect.bisect_left(begins, b.end)
             order = [*range(after, made), *range(min(after, made))]
-            j = next((j for j in order if saves[j].args[0] == b.snapshot), None)
+            j = next((j for j in order if _equal(saves[j].args[0], b.snapshot) is not False), None)
             if j is not None:
                 after = j + 1
                 continue
@@ -312,19 +325,20 @@ class Aligner:
         (*final*) was built but never put: *op*'s build is of that later final's snapshot,
         saved before *op*, while a build of this final's snapshot ended before it (so the
         final was not built from a mutated object, R4: it was given up)."""
-        if not self.have_builds:
+        if not self.have_builds or data_of(op) is None:  # a None final: a cancel's, R6/R7
             return None
         b = self._build_before(op, final.begin)
-        if b is None or not b.is_final or b.snapshot == final.args[0]:
+        if b is None or not b.is_final or _equal(b.snapshot, final.args[0]) is not False:
             return None
         lo = bisect.bisect_right(self._build_begins, final.begin)
         if not any(
-            x.is_final and x.end < b.begin and x.snapshot == final.args[0] for x in self.builds[lo:]
+            x.is_final and x.end < b.begin and _equal(x.snapshot, final.args[0])
+            for x in self.builds[lo:]
         ):
             return None
         for index in range(self.stream_at + 1, len(self.streams)):
             later = self.streams[index].final
-            if later is not None and later.begin < op.begin and later.args[0] == b.snapshot:
+            if later is not None and later.begin < op.begin and _equal(later.args[0], b.snapshot):
                 return index
         return None
 

@@ -255,11 +255,13 @@ class _Chain:
                     if restart is not None:  # a second chain fetched it again
                         return restart
             handed_before = any(d.value == value for r in self.earlier for d in r.deliveries)
+            last = self.earlier[-1].cleanup if self.earlier else None
+            fence = last.begin if last is not None else load  # the cleanup it crossed
             if not handed_before and any(
-                g.begin < load and not self.moved_on(g, load) for g in same
+                g.begin < load and not self.moved_on(g, fence) for g in same
             ):
                 # a cleaned-up registration got it and never handed it out, and its thread
-                # did nothing more until the new registration: the extra copy is that get
+                # did nothing more until the fence: the extra copy is that get
                 # committed past the fence, and that is the root (had the old registration
                 # handed it out, or its thread gone on to other gets first, the commit came
                 # before the fence and poll_ready handed one copy twice: R15)
