@@ -188,7 +188,7 @@ class Relay:
                     self.failures["dropped"] += 1
                     _logger.info("dropping %s chunk %s after %s tries", rid, cid, attempt)
                     return
-                self._closing.wait(min(0.001 * 2 ** (attempt - 1), 0.05))
+                self._closing.wait(min(0.001 * 2 ** min(attempt - 1, 16), 0.05))
                 attempt += 1
                 continue
             with self._tx:

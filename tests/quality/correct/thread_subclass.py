@@ -111,7 +111,7 @@ class SaveWorker(threading.Thread):
                     log.info("put %s_%s_%s: dropped after %d tries", rid, self.stage_id,
                              chunk_id, failures)  # fmt: skip
                     return
-                self.pause_until(time.monotonic() + min(0.05, 0.001 * 2 ** (failures - 1)))
+                self.pause_until(time.monotonic() + min(0.05, 0.001 * 2 ** min(failures - 1, 16)))
                 continue
             with self.out.lock:
                 if final:

@@ -147,7 +147,7 @@ class KVChunkAdapter(ChunkAdapterBase):
                     _log.info("put %s failed %d times; dropped", key, failed)
                     self.dropped += 1
                     return
-                self.stop_requested.wait(min(0.05, 0.001 * (2**failed)))
+                self.stop_requested.wait(min(0.05, 0.001 * 2 ** min(failed, 16)))
                 continue
             with self.send_mutex:
                 if final:
