@@ -24,7 +24,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from chunk_adapter.adapter import ChunkAdapter  # noqa: E402
-from chunk_adapter.connectors.base import chunk_key  # noqa: E402
 from chunk_adapter.connectors.timed import TimedFaults  # noqa: E402
 from chunk_adapter.errors import InvalidValue  # noqa: E402
 from chunk_adapter.explore import scenario as scenario_module  # noqa: E402
@@ -161,31 +160,13 @@ def test_a_60_second_outage_costs_no_wall_time_and_the_final_still_arrives() -> 
 
 
 class OverflowingBackoff(ChunkAdapter):
-    """Retries a put with ``0.001 * 2 ** (tries - 1)`` s of backoff, capped at 50 ms: past
+    """Backs off ``0.001 * 2 ** (tries - 1)`` s between put tries, capped at 50 ms: past
     about 1 000 tries the float conversion overflows and the SAVE thread's retry loop
     dies (three adapters of tests/quality/correct had this; the generated worlds' 60 s
     put outage found it, no check written for it)."""
 
-    def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        tries = 0
-        while not self._stop.is_set():
-            with self._send_lock:
-                chunk_id = self._next_send_id.get(request_id, 0)
-            try:
-                self.connector.put(chunk_key(request_id, self.stage_id, chunk_id), value)
-            except Exception:
-                tries += 1
-                if not is_final and tries >= self.put_tries:
-                    return
-                self._stop.wait(min(0.05, 0.001 * 2 ** (tries - 1)))  # the bug: overflows
-                continue
-            with self._send_lock:
-                if is_final:
-                    self._next_send_id.pop(request_id, None)
-                    self._cancelled.discard(request_id)
-                else:
-                    self._next_send_id[request_id] = chunk_id + 1
-            return
+    def _backoff(self, tries: int, is_final: bool) -> float:
+        return min(0.05, 0.001 * 2 ** (tries - 1))  # the bug: overflows
 
 
 def overflowing_backoff(connector: Any, **kwargs: Any) -> ChunkAdapter:
