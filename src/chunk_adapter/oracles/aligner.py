@@ -80,7 +80,8 @@ class Aligner:
         self._build_ends = [b.end for b in self._builds_by_end]
         self.cancels = tl.cancels.get(rid, [])
         self.puts = tl.puts.get(rid, [])
-        self.streams = _streams(tl.saves.get(rid, []))
+        self.saves: list[CallRecord] = tl.saves.get(rid, [])  # in begin order
+        self.streams = _streams(self.saves)
         self.out: list[Violation] = []
         self.stream_at = 0  # index in self.streams of the stream being aligned
         self.pending_at = 0  # index of its first non-final not yet matched to a put
@@ -135,8 +136,7 @@ class Aligner:
         thread builds in save order, so the match is looked for from the save after
         the last one matched, then among every earlier save.
         """
-        saves = [s for stream in self.streams for s in (*stream.nonfinals, stream.final) if s]
-        saves.sort(key=lambda s: s.begin)
+        saves = self.saves
         if not saves or any(s.args[0] is UNCOPYABLE for s in saves):
             return
         begins = [s.begin for s in saves]

@@ -53,16 +53,19 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
 def _moved_on(tl: Timeline) -> Callable[[ConnectorOp, int], bool]:
     """``moved_on(g, t)``: *g*'s thread began another get (of any request) after *g*
     ended and before *t*. A RECV thread commits what it got before its next get, so
-    such a get's commit is no longer pending at *t*."""
-    begins: dict[str, list[int]] = defaultdict(list)
-    for ops in tl.gets.values():
-        for g in ops:
-            begins[g.thread].append(g.begin)
-    for b in begins.values():
-        b.sort()
+    such a get's commit is no longer pending at *t*. The per-thread index is built on
+    the first question only: it is asked about a chunk handed out twice, and every
+    settle judges the history."""
+    begins: dict[str, list[int]] = {}
 
     def moved_on(g: ConnectorOp, t: int) -> bool:
-        mine = begins[g.thread]
+        if not begins:
+            for ops in tl.gets.values():
+                for op in ops:
+                    begins.setdefault(op.thread, []).append(op.begin)
+            for b in begins.values():
+                b.sort()
+        mine = begins.get(g.thread, [])
         i = bisect.bisect_right(mine, g.end)
         return i < len(mine) and mine[i] < t
 
