@@ -6,10 +6,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ._version import __version__
 from .errors import InvalidValue
 from .factory import REFERENCE
+
+if TYPE_CHECKING:
+    from .verify.baseline import Baseline
 
 __all__ = ["main"]
 
@@ -100,6 +104,27 @@ def _parser() -> argparse.ArgumentParser:
         "threads, or auto (greenlets unless the adapter needs real threads; the default). "
         "Failures are confirmed on real threads either way",
     )
+    check.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="accept the root causes listed in FILE (written by --write-baseline): they are "
+        "reported as accepted, exit 1 only for a root cause FILE does not list; entries not "
+        "seen are reported stale. Implies --all",
+    )
+    check.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="write every root cause found to FILE (TOML; fill in each reason and commit it), "
+        "then judge this run against it. Reasons already in FILE are kept. Implies --all",
+    )
+    check.add_argument(
+        "--accept",
+        action="append",
+        default=[],
+        metavar="RULE=REASON",
+        help="waive a whole rule, a deliberate departure from the contract: its root causes "
+        "are accepted (repeatable; e.g. --accept 'R21=our ids are ints')",
+    )
     check.add_argument("--junit-xml", metavar="FILE", help="also write a JUnit XML report")
     check.add_argument(
         "-q", "--quiet", action="count", default=0, help="no progress on stderr, only the report"
@@ -174,6 +199,26 @@ def _shard(text: str, profile: str) -> tuple[int, int] | str:
     return int(index), int(count)
 
 
+def _baseline(args: argparse.Namespace) -> Baseline | None:
+    """The baseline the run is judged against: --baseline's file (or the one
+    --write-baseline rewrites, for its reasons), plus the --accept waivers."""
+    from .verify.baseline import Baseline, load_baseline, parse_waiver
+
+    waivers = [parse_waiver(text) for text in args.accept]
+    if args.baseline is not None:
+        known = load_baseline(args.baseline)
+    elif args.write_baseline is not None:
+        if os.path.exists(args.write_baseline):  # keep the reasons written there
+            known = load_baseline(args.write_baseline)
+        else:
+            known = Baseline(path=args.write_baseline)
+    elif waivers:
+        known = Baseline()
+    else:
+        return None
+    return known.with_waivers(waivers)
+
+
 def _verify(args: argparse.Namespace) -> int:
     from .verify.junit import write_junit
     from .verify.markdown import write_markdown
@@ -197,6 +242,11 @@ def _verify(args: argparse.Namespace) -> int:
         from .verify.runner import shard_seed
 
         seed = shard_seed(args.seed, shard)
+    try:
+        known = _baseline(args)
+    except InvalidValue as exc:
+        print(f"chunk-adapter verify: {exc}", file=sys.stderr)
+        return 2
     if args.runtime is not None:  # read where the explorer's runs are set up, in every worker
         from .explore.carriers import RUNTIME_ENV
 
@@ -213,10 +263,17 @@ def _verify(args: argparse.Namespace) -> int:
             progress=Progress(sys.stderr, verbosity=args.verbose - args.quiet),
             substitute=args.substitute,
             run_all=args.run_all,
+            baseline=known,
         )
     except InvalidValue as exc:
         print(f"chunk-adapter verify: {exc}", file=sys.stderr)
         return 2
+    if args.write_baseline:
+        from .verify.baseline import write_baseline
+
+        report.baseline = write_baseline(report, args.write_baseline, known)
+        print(f"chunk-adapter verify: wrote {len(report.baseline.entries)} root cause(s) to "
+              f"{args.write_baseline}; fill in each reason", file=sys.stderr)  # fmt: skip
     write_text(report, sys.stdout)
     if args.json:
         write_json(report, args.json)

@@ -19,11 +19,15 @@ import os
 import sys
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .factory import REFERENCE, AdapterFactory, load_factory
 from .profiles import DEFAULT, ENV
+
+if TYPE_CHECKING:
+    from .verify.baseline import Baseline
 
 __all__ = [
     "ADAPTER_HELP",
@@ -31,6 +35,7 @@ __all__ = [
     "PROFILE_HELP",
     "SEED_HELP",
     "SUITE",
+    "baseline_of",
     "chunk_profile_of",
     "mark_inconclusive",
 ]
@@ -42,6 +47,11 @@ ADAPTER_HELP = (
 PROFILE_HELP = "verification profile: quick, ci or hunt (default: env CHUNK_ADAPTER_PROFILE or ci)"
 SEED_HELP = "seed of every random choice in the conformance suite (default: 0)"
 MAX_SECONDS_HELP = "budget of each conformance stage in seconds (default: from the profile)"
+BASELINE_HELP = (
+    "accept the root causes a `chunk-adapter verify --write-baseline` file lists: a check "
+    "failing on one of them is reported xfailed (accepted), not failed"
+)
+ACCEPT_HELP = "waive a whole rule, as RULE=REASON (repeatable): its failures are xfailed"
 EXIT_INCONCLUSIVE = 3
 """The exit status of a run whose only problem is a conformance check that could not decide."""
 _INCONCLUSIVE = pytest.StashKey[bool]()
@@ -67,6 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chunk-profile", default=None, help=PROFILE_HELP)
     group.addoption("--chunk-seed", type=int, default=None, help=SEED_HELP)
     group.addoption("--chunk-max-seconds", type=float, default=None, help=MAX_SECONDS_HELP)
+    group.addoption("--chunk-baseline", default=None, metavar="FILE", help=BASELINE_HELP)
+    group.addoption("--chunk-accept", action="append", default=[], metavar="RULE=REASON",
+                    help=ACCEPT_HELP)  # fmt: skip
     parser.addini("chunk_adapter", ADAPTER_HELP)
     parser.addini("chunk_profile", PROFILE_HELP)
 
@@ -81,11 +94,35 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             stacklevel=2,
         )
+    _check_baseline(config)
     seed = config.getoption("hypothesis_seed", default=None)
     if seed is not None and config.getoption("--chunk-seed") is None:
         # The suite's machines run in worker processes, where Hypothesis's own option
         # cannot reach: carry it over as the suite's seed, and say so in the header.
         config.option.chunk_seed = int(seed)
+
+
+def _check_baseline(config: pytest.Config) -> None:
+    """A bad --chunk-baseline file or --chunk-accept is a usage error before anything runs."""
+    if config.getoption("--chunk-baseline", None) or config.getoption("--chunk-accept", None):
+        from .errors import InvalidValue
+
+        try:
+            baseline_of(config)
+        except InvalidValue as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def baseline_of(config: pytest.Config) -> Baseline | None:
+    """What the conformance suite accepts: ``--chunk-baseline``'s file plus the waivers."""
+    from .verify.baseline import Baseline, load_baseline, parse_waiver
+
+    path = config.getoption("--chunk-baseline", None)
+    accepts = config.getoption("--chunk-accept", None) or []
+    if path is None and not accepts:
+        return None
+    known = load_baseline(str(path)) if path is not None else Baseline()
+    return known.with_waivers(parse_waiver(str(text)) for text in accepts)
 
 
 def _spec(config: pytest.Config) -> str:

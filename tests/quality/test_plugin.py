@@ -162,3 +162,20 @@ def test_the_old_option_name_still_works_with_a_deprecation_warning() -> None:
     assert proc.returncode == 0, out
     assert "--adapter is deprecated; use --chunk-adapter" in out, out
     assert "--chunk-seed 7" in out, out
+
+
+@pytest.mark.timeout(300)  # two pytest runs in subprocesses, one with its examples worker
+def test_an_accepted_failure_is_xfailed_and_a_bad_baseline_is_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    proc = run_pytest(
+        "--pyargs", "chunk_adapter.conformance", "-k", "examples-cleanup-fence", "-rx",
+        "--chunk-adapter", BROKEN, "--chunk-accept", "R16=tracked upstream",
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "1 xfailed" in out and "accepted: R16" in out and "tracked upstream" in out, out
+    proc = run_pytest("--pyargs", "chunk_adapter.conformance", "--collect-only", "-q",
+                      "--chunk-baseline", str(tmp_path / "missing.toml"))  # fmt: skip
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "does not exist; write one with chunk-adapter verify --write-baseline" in proc.stderr

@@ -93,6 +93,10 @@ CASES = [
          [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
           do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]})],
          only("R12", **NO_TRIES)),
+    case(("R12", "R13"), "is-the-root-of-a-get-past-the-final-after-a-second-load-async",
+         # the final was got; a load_async while registered made the receiver poll again
+         [do.load("r"), do.received("r", [c("end", True)]), do.load("r"), do.get("r_1_1")],
+         only("R12", **NO_TRIES)),
     case("R14", "a-chunk-got-and-lost-with-no-second-load-async-is-r14",
          [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", c("a")), do.get("r_1_0")],
          only("R14", quiescent=True, **NO_TRIES)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..history import History
+from . import accepted
 from .inline import check_inline
 from .lifecycle import check_lifecycle
 from .receiver import check_receiver
@@ -26,7 +27,8 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     The list is ordered root cause first (:func:`~.violations.root_first`:
     by the sequence number of the event that breaks each rule, liveness
     last), and consequences of one fault on one chunk are reported once
-    (:func:`collapse`).
+    (:func:`collapse`). Empty when its root cause is one a verify baseline
+    accepts (:mod:`.accepted`; only in a verify worker run with a baseline).
     """
     if put_tries is not None and (isinstance(put_tries, bool) or put_tries < 1):
         raise ValueError(f"put_tries counts every try and must be >= 1 or None, got {put_tries!r}")
@@ -35,7 +37,8 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     out += check_sender(tl, quiescent=quiescent, put_tries=put_tries)
     out += check_receiver(tl, quiescent=quiescent)
     out += check_lifecycle(tl)
-    return collapse(root_first(out))
+    found = collapse(root_first(out))
+    return [] if accepted.covers(found) else found
 
 
 def collapse(violations: list[Violation]) -> list[Violation]:

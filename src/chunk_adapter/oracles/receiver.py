@@ -152,9 +152,12 @@ def _no_get_past_final(
 ) -> Iterator[Violation]:
     """R13: after a get that returned the final, no get of the request until a new registration.
 
-    A get that may be a cleaned-up registration's (``_maybe_stale``) is not counted.
+    A get that may be a cleaned-up registration's (``_maybe_stale``) is not counted. When
+    a ``load_async`` was made while the request was registered (a reload) before that
+    get, the reload is the root: R12 at it (it must change nothing), R13 its consequence.
     """
-    loads = sorted(r.load.begin for r in regs)
+    ordered = sorted(regs, key=lambda r: r.load.begin)
+    loads = [r.load.begin for r in ordered]
     begins = [g.begin for g in gets]
     for g in gets:
         if g.outcome != "ok" or not (isinstance(g.value, dict) and g.value.get("finished") is True):
@@ -165,6 +168,21 @@ def _no_get_past_final(
         limit = loads[nxt] if nxt < len(loads) else 1 << 62
         i = bisect.bisect_right(begins, g.end)
         if i < len(gets) and gets[i].begin < limit:
+            reloads = (
+                [r for r in ordered[nxt - 1].reloads if r.begin < gets[i].begin] if nxt else []
+            )
+            if reloads:  # the registration was fine until a load_async started it over
+                yield Violation(
+                    "R12",
+                    f"load_async of the registered request made it poll again: {gets[i].key!r} "
+                    f"was fetched after the get of {g.key!r} returned the final chunk (a "
+                    "load_async while registered must change nothing)",
+                    rid,
+                    gets[i].key,
+                    reloads[0].begin,
+                    also=("R13",),
+                )
+                return
             yield Violation(
                 "R13",
                 f"get of {gets[i].key!r} after the get of {g.key!r} returned the final chunk, "

@@ -21,7 +21,7 @@ from typing import Any
 from ..connectors.gates import Gate
 from ..factory import AdapterFactory
 from ..model import ContractModel, ModelStopped
-from ..oracles import Violation
+from ..oracles import Violation, accepted
 from .budget import Budget
 from .payloads import MUTATION, mutate
 from .settle import MARKER, SENTINEL, Settling, step
@@ -64,6 +64,7 @@ class Harness(Settling):
         self.recv_gate: Gate | None = None
         self.steps: list[str] = []
         self.failed = False
+        self.accepted_mark = accepted.total()
         self.judge_each_settle = judge_each_settle
         self._markers = 0
         self.history.counts.sentinel_key = self.model.key(SENTINEL, 0, receiver=True)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..errors import ChunkAdapterError
 from ..oracles.violations import ContractViolation, Violation
 from ..profiles import DEFAULT
+from .baseline import Baseline, load_baseline, parse_waiver
 from .report import VerifyReport, write_text
 from .runner import verify
 
@@ -24,10 +25,11 @@ def _violation(report: VerifyReport) -> ContractViolation:
     """The exception for a report with a confirmed violation: the one
     :class:`~chunk_adapter.oracles.ContractViolation`, one :class:`Violation` per failed
     check (its root rule and evidence), carrying the report."""
-    first = report.failures[0]
+    failures = [r for group in report.new_groups for r in group.findings]
+    first = failures[0]
     rules = ", ".join(first.rules) or "no rule"
     return ContractViolation(
-        [Violation(r.rules[0], r.evidence, also=r.rules[1:]) for r in report.failures if r.rules],
+        [Violation(r.rules[0], r.evidence, also=r.rules[1:]) for r in failures if r.rules],
         message=f"{report.adapter_spec} broke the contract ({rules}): {first.evidence}\n\n"
         + _text(report),
         report=report,
@@ -62,6 +64,8 @@ def check_adapter(
     substitute: Sequence[str] = (),
     allow_inconclusive: bool = False,
     jobs: int | None = None,
+    baseline: str | None = None,
+    accept: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
@@ -72,15 +76,22 @@ def check_adapter(
     :class:`VerificationInconclusive` when some check could not decide (exit 3;
     pass ``allow_inconclusive=True`` to get the report instead), and
     ``chunk_adapter.verify.UsageError`` when the adapter cannot be imported or
-    built (exit 2). In a test file::
+    built (exit 2). *baseline* (a file ``verify --write-baseline`` wrote) and *accept*
+    (waivers, ``"R21=why"``) accept known root causes: only a root cause they do not
+    accept raises (docs/verify.md, "Baselines"). In a test file::
 
         from chunk_adapter.verify import check_adapter
 
         def test_my_adapter_keeps_the_contract():
             check_adapter("my_pkg.adapters:make_adapter")
     """
+    known = None
+    if baseline is not None or accept:
+        known = load_baseline(baseline) if baseline is not None else Baseline()
+        known = known.with_waivers(parse_waiver(text) for text in accept)
     report = verify(
         spec,
+        baseline=known,
         profile=profile,
         max_seconds=max_seconds,
         seed=seed,
@@ -88,7 +99,7 @@ def check_adapter(
         substitute=substitute,
         jobs=jobs,
     )
-    if report.failures:
+    if report.new_groups:
         raise _violation(report)
     if report.inconclusive and not allow_inconclusive:
         raise VerificationInconclusive(report)

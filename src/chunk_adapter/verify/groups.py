@@ -13,46 +13,14 @@ reproducer of the first (cheapest stage first, as verify runs them).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..oracles.causes import cause_of
 from ..outcome import CheckResult
 
 __all__ = ["Group", "cause_of", "group_findings"]
-
-_KIND = re.compile(r"^\s*\[[a-z_-]+\]\s*")  # the explorer's "[violation] "
-_RULE = re.compile(r"^\s*R\d{1,2}\s*:\s*")  # "R16: "
-_NEXT_RULE = re.compile(r";\s*R\d{1,2}\s*:")  # "...; R15: ..." (several violations in one line)
-_QUOTED = re.compile(r"(?<!\w)'[^']*'(?!\w)|(?<!\w)\"[^\"]*\"(?!\w)")  # not "registration's"
-_NESTED = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\([^()]*\)")
-_NUMBER = re.compile(r"\b\d+(\.\d+)?\b")
-_QUALIFIER = re.compile(r"^(the |a |final )+")  # "final payload built" is "payload built"
-_SPACE = re.compile(r"\s+")
-
-
-def cause_of(evidence: str) -> str:
-    """The first violated check of *evidence*, without its particulars (module doc).
-
-    The first violation's message, with quoted strings, bracketed values and
-    numbers replaced (``…``, ``#``), cut at its first clause: ``"R16: chunk 0
-    handed out ({'data': ['a', 1]}) was fetched by a get that began before this
-    registration's load_async: ..."`` becomes ``"chunk # handed out … was fetched
-    by a get that began before this registration's load_async"``.
-    """
-    text = evidence.strip().splitlines()[0] if evidence.strip() else ""
-    text = _NEXT_RULE.split(text, maxsplit=1)[0]
-    text = _RULE.sub("", _KIND.sub("", text))
-    text = _QUOTED.sub("…", text)
-    previous = None
-    while previous != text:  # innermost brackets first, until none are left
-        previous = text
-        text = _NESTED.sub("…", text)
-    text = _NUMBER.sub("#", text)
-    head = re.split(r": |; |, ", text, maxsplit=1)[0]
-    head = _QUALIFIER.sub("", _SPACE.sub(" ", head).strip(" .;"))
-    return head or "(no message)"
 
 
 @dataclass

@@ -11,7 +11,8 @@ __all__ = ["write_junit"]
 
 
 def write_junit(report: VerifyReport, path: str) -> None:
-    """One test case per check; a violation is a ``<failure>``, inconclusive an ``<error>``.
+    """One test case per check; a violation is a ``<failure>``, inconclusive an ``<error>``,
+    a violation the baseline accepts ``<skipped>`` (with its evidence).
 
     The suite's ``<properties>`` carry the adapter, profile, seed, budget,
     verdict and tool version, so a CI history can tell runs apart, and the
@@ -19,13 +20,14 @@ def write_junit(report: VerifyReport, path: str) -> None:
     reproducer). A failure's message names its root cause.
     """
     groups = report.groups
+    known = {id(result) for result in report.accepted_results}
     suite = ET.Element(
         "testsuite",
         name=f"chunk-adapter verify {report.adapter_spec}",
         tests=str(len(report.results)),
-        failures=str(len(report.failures)),
+        failures=str(len(report.failures) - len(known)),
         errors=str(len(report.inconclusive)),
-        skipped=str(sum(r.verdict == "skip" for r in report.results)),
+        skipped=str(sum(r.verdict == "skip" for r in report.results) + len(known)),
         time=f"{report.seconds:.3f}",
     )
     properties = ET.SubElement(suite, "properties")
@@ -43,9 +45,11 @@ def write_junit(report: VerifyReport, path: str) -> None:
         ET.SubElement(properties, "property", name=name, value=value)
     cause_of: dict[int, str] = {}  # id(result) -> "root cause N of M: ..."
     for index, group in enumerate(groups, 1):
+        by = report.baseline.accepts(group) if report.baseline else None
         value = (
             f"{group.rule or 'no rule'}: {group.cause} | seen by: {', '.join(group.checks)}"
             f" | reproduce with: {group.replay or '-'}"
+            + (f" | accepted: {by.reason or 'no reason given'}" if by is not None else "")
         )
         ET.SubElement(properties, "property", name=f"root_cause.{index}", value=value)
         for finding in group.findings:
@@ -60,7 +64,11 @@ def write_junit(report: VerifyReport, path: str) -> None:
             name=result.name,
             time=f"{result.seconds:.3f}",
         )
-        if result.verdict == "fail":
+        if id(result) in known:  # a root cause the baseline accepts: reported, not failed
+            ET.SubElement(
+                case, "skipped", message=f"accepted by the baseline: {result.evidence[:400]}"
+            )
+        elif result.verdict == "fail":
             failure = ET.SubElement(
                 case,
                 "failure",

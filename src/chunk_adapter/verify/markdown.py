@@ -9,6 +9,7 @@ __all__ = ["to_markdown", "write_markdown"]
 
 _ICON = {
     "FAIL": "❌ FAIL",
+    "accepted": "☑️ accepted",
     "inconclusive": "⚠️ inconclusive",
     "not reached": "⏭️ not reached",
     "pass": "✅ pass",
@@ -38,14 +39,30 @@ def to_markdown(report: VerifyReport) -> str:
         "| rule | verdict | checks |",
         "|---|---|---|",
     ]
-    for rule, verdict, checks in rule_checks(report.results, report.planned):
+    for rule, verdict, checks in rule_checks(
+        report.results, report.planned, report.accepted_results
+    ):
         shown = ", ".join(checks[:3]) + (f" (+{len(checks) - 3})" if len(checks) > 3 else "")
         lines.append(f"| {rule} | {_ICON.get(verdict, verdict)} | {_cell(shown)} |")
+    judgement = report.judgement
     pairs = report.first_of_groups()
     if pairs:
         lines += ["", f"**Root causes: {len(pairs)}**" + ("" if report.run_all else
                   " (run with `--all` to see every one)")]  # fmt: skip
     for index, (group, result) in enumerate(pairs, 1):
+        by = report.baseline.accepts(group) if report.baseline else None
+        if by is not None:
+            lines += [
+                "",
+                f"### ☑️ accepted: {result.stage}/{result.name} "
+                f"({', '.join(result.rules) or 'no rule'})",
+                "",
+                _cell(result.evidence),
+                "",
+                f"Root cause {index} of {len(pairs)}: {group.rule or 'no rule'} — "
+                f"{_cell(group.cause)}; accepted: {_cell(by.reason or 'no reason given yet')}",
+            ]
+            continue
         lines += [
             "",
             f"### ❌ {result.stage}/{result.name} ({', '.join(result.rules) or 'no rule'})",
@@ -64,6 +81,9 @@ def to_markdown(report: VerifyReport) -> str:
             lines += ["", "<details><summary>counterexample</summary>", "", "```"]
             lines += result.detail.rstrip().splitlines()[:200]
             lines += ["```", "", "</details>"]
+    if judgement is not None and judgement.stale:
+        lines += ["", "**Stale baseline entries** (not seen in this run; delete once fixed):", ""]
+        lines += [f"- `{_cell(entry.signature)}`" for entry in judgement.stale]
     for result in report.inconclusive:
         lines += [
             "",

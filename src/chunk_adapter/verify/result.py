@@ -11,6 +11,7 @@ __all__ = ["RULES", "CheckResult", "Verdict", "rule_checks", "rule_table"]
 
 ORDER = (
     ("fail", "FAIL"),
+    ("accepted", "accepted"),
     ("inconclusive", "inconclusive"),
     ("skip", "not reached"),
     ("pass", "pass"),
@@ -19,11 +20,14 @@ ORDER = (
 
 
 def rule_checks(
-    results: Iterable[CheckResult], planned: Mapping[str, Sequence[str]] | None = None
+    results: Iterable[CheckResult],
+    planned: Mapping[str, Sequence[str]] | None = None,
+    accepted: Iterable[CheckResult] = (),
 ) -> list[tuple[str, str, list[str]]]:
     """``(rule, verdict, ["stage/check", ...])`` per rule, the checks behind the verdict.
 
-    FAIL (a confirmed violation) beats inconclusive (a check of the rule could
+    FAIL (a confirmed violation) beats accepted (a confirmed violation of a root
+    cause the baseline accepts: one of *accepted*) beats inconclusive (a check of the rule could
     not decide) beats not reached (a check of the rule was planned but did not
     run: an earlier violation ended its stage, or no budget was left) beats
     pass (every check of the rule that was planned ran and saw no violation)
@@ -34,10 +38,12 @@ def rule_checks(
     there, so for its other planned rules it counts as not reached.
     """
     by_rule: dict[str, list[tuple[str, str]]] = {rule: [] for rule in RULES}
+    known = {id(result) for result in accepted}
     for result in results:
         key = f"{result.stage}/{result.name}"
+        verdict: str = "accepted" if id(result) in known else result.verdict
         for rule in result.rules:
-            by_rule.setdefault(rule, []).append((result.verdict, key))
+            by_rule.setdefault(rule, []).append((verdict, key))
         if result.verdict == "fail":
             for rule in (planned or {}).get(key, ()):
                 if rule not in result.rules:
@@ -55,11 +61,13 @@ def rule_checks(
 
 
 def rule_table(
-    results: Iterable[CheckResult], planned: Mapping[str, Sequence[str]] | None = None
+    results: Iterable[CheckResult],
+    planned: Mapping[str, Sequence[str]] | None = None,
+    accepted: Iterable[CheckResult] = (),
 ) -> list[tuple[str, str, str]]:
     """:func:`rule_checks` as one line of evidence per rule (the terminal table)."""
     table = []
-    for rule, verdict, checks in rule_checks(results, planned):
+    for rule, verdict, checks in rule_checks(results, planned, accepted):
         if not checks:
             text = "no check in the stages run"
         elif verdict in ("pass", "not reached"):

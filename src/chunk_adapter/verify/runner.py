@@ -26,6 +26,7 @@ from ..errors import UsageError
 from ..factory import load_factory
 from ..outcome import CheckResult
 from ..profiles import DEFAULT, PROFILES
+from .baseline import Baseline
 from .progress import Progress
 from .report import VerifyReport
 from .stages import STAGES, Stage
@@ -106,6 +107,7 @@ def _worker(
     checks: Sequence[str] = (),
     run_all: bool = False,
     cancel: threading.Event | None = None,
+    accepted: str | None = None,
 ) -> tuple[list[dict[str, Any]], bool, str]:
     """Run one worker; its events, whether it had to be killed, and its stderr.
 
@@ -126,6 +128,8 @@ def _worker(
         command += ["--check", check]
     if run_all:
         command.append("--all")
+    if accepted is not None:
+        command += ["--accepted", accepted]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if not PROFILES[profile].keeps_examples:  # hunt only; the others leave the user's tree alone
@@ -187,13 +191,20 @@ def _run_stage(
     checks: Sequence[str] = (),
     run_all: bool = False,
     cancel: threading.Event | None = None,
+    accepted: str | None = None,
+    seen: dict[str, int] | None = None,
 ) -> list[CheckResult]:
     on_event: OnEvent = (
         (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
     )
     events, killed, stderr = _worker(
-        stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all, cancel
-    )
+        stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all, cancel,
+        accepted,
+    )  # fmt: skip
+    for event in events:
+        if event.get("event") == "accepted" and seen is not None:
+            for key, count in event.get("seen", {}).items():
+                seen[key] = seen.get(key, 0) + int(count)
     prefix = _replay_prefix(spec, profile, seed)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
                for e in events if e.get("event") == "result"]  # fmt: skip
@@ -304,6 +315,7 @@ def verify(
     checks: Sequence[str] = (),
     run_all: bool = False,
     jobs: int | None = None,
+    baseline: Baseline | None = None,
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
 
@@ -320,7 +332,10 @@ def verify(
     once, each in its own worker process (default :func:`default_jobs`); the report
     is the one running them one at a time gives: a stage after the first one with a
     confirmed violation is dropped (and stopped if it runs) unless *keep_going*.
+    *baseline* (:mod:`.baseline`) accepts known root causes: the verdict is a violation
+    only for a root cause it does not accept; it implies *run_all* (every root cause).
     """
+    run_all = run_all or baseline is not None
     keep_going = keep_going or run_all
     if os.getcwd() not in sys.path:  # as in the workers: the current project is importable
         sys.path.insert(0, os.getcwd())
@@ -343,17 +358,24 @@ def verify(
         progress.stage_started(f"[verify] pre-flight: building two adapters with {spec}", "", 0)
     _preflight(spec, substitute)
     budget = PROFILES[profile].budget if max_seconds is None else max_seconds
-    report = VerifyReport(spec, profile, seed, budget, run_all=run_all)
+    report = VerifyReport(spec, profile, seed, budget, run_all=run_all, baseline=baseline)
     chosen = [s for s in STAGES if stages is None or s.name in stages]
     if checks:  # only the stages that plan one of them
         chosen = [s for s in chosen if set(s.plan(profile)) & set(checks)]
-    outcomes = _run_stages(
-        chosen, jobs, budget, start, keep_going,
-        lambda stage, share, cancel: _run_stage(
-            stage, spec, profile, seed, share, substitute, progress, checks, run_all, cancel
-        ),
-        progress,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="chunk-verify-") as folder:
+        known = None
+        if baseline is not None:  # what the workers' judge sets aside (oracles.accepted)
+            known = os.path.join(folder, "accepted.json")
+            with open(known, "w", encoding="utf-8") as handle:
+                json.dump(baseline.accepted_json(), handle)
+        outcomes = _run_stages(
+            chosen, jobs, budget, start, keep_going,
+            lambda stage, share, cancel: _run_stage(
+                stage, spec, profile, seed, share, substitute, progress, checks, run_all,
+                cancel, known, report.accepted_seen,
+            ),
+            progress,
+        )  # fmt: skip
     stopped_at: int | None = None
     for index, (stage, results) in enumerate(zip(chosen, outcomes, strict=True), 1):
         if stopped_at is not None or results is None:

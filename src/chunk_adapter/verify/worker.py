@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..factory import LoadedFactory, load_factory
+from ..oracles import accepted
 from ..outcome import CheckResult, StageContext
 from .preflight import preflight
 from .stages import STAGES
@@ -60,6 +61,9 @@ class _Events:
 
 
 def _finish(events: _Events, stage: str) -> None:
+    seen = accepted.seen()
+    if seen:  # root causes the baseline accepts, set aside while the checks searched on
+        events.emit({"event": "accepted", "seen": seen})
     events.emit({"event": "done", "stage": stage})
     events.close()
     sys.stdout.flush()
@@ -122,12 +126,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--substitute", action="append", default=[])
     parser.add_argument("--check", action="append", default=[])  # run only these checks
     parser.add_argument("--all", action="store_true", help="run every check after violations")
+    parser.add_argument(  # a JSON file: {"signatures": [...], "rules": [...]} (verify --baseline)
+        "--accepted", default=None, help="root causes a baseline accepts"
+    )
     # Run another stage function under this stage's name (the worker's own tests).
     parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     # The reference adapter logs every injected fault; a verdict does not need them.
     logging.getLogger("chunk_adapter").setLevel(logging.CRITICAL)
     events = _Events(args.out)
+    if args.accepted is not None:
+        with open(args.accepted, encoding="utf-8") as handle:
+            known = json.load(handle)
+        accepted.install(accepted.Accepted.of(known["signatures"], known["rules"]))
     events.emit({"event": "start", "stage": args.stage})
     if args.stage == PREFLIGHT:
         problem = preflight(load_factory(args.adapter), args.adapter)

@@ -1,0 +1,274 @@
+"""Baselines (``verify --write-baseline / --baseline / --accept``): accept the root causes
+an adapter already has, fail only on new ones, report the fixed ones as stale.
+
+The findings are CheckResults as the stages report them; the same defect found
+with other particulars (another seed: other chunk ids, request names, values)
+must match its entry, another defect must not.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from chunk_adapter.cli import main
+from chunk_adapter.errors import UsageError
+from chunk_adapter.oracles import accepted, check
+from chunk_adapter.oracles.causes import cause_of, signature
+from chunk_adapter.outcome import CheckResult
+from chunk_adapter.verify.baseline import (
+    Baseline,
+    Waiver,
+    judge,
+    load_baseline,
+    parse_waiver,
+    write_baseline,
+)
+from chunk_adapter.verify.junit import write_junit
+from chunk_adapter.verify.markdown import to_markdown
+from chunk_adapter.verify.report import VerifyReport, write_json, write_text
+from tests.unit._history_script import Script, c
+
+
+def stale_commit(n: int, rid: str) -> CheckResult:
+    return CheckResult(
+        "stateful", "machines", ("R16", "R14"), "fail",
+        f"R16: chunk {n} handed out ({{'data': ['{rid}', {n}]}}) was fetched by a get that "
+        f"began before this registration's load_async [request '{rid}']",
+        replay=f"chunk-adapter replay 'stateful:ci:{rid}{n}' --adapter p:f",
+    )  # fmt: skip
+
+
+def no_swap(rid: str) -> CheckResult:
+    return CheckResult(
+        "simulate", "worlds", ("R15",), "fail",
+        f"R15: poll_ready should hand out [] for this request, handed out [{{'data': 1}}] "
+        f"[request '{rid}']",
+        replay="chunk-adapter replay 'simulate:ab' --adapter p:f",
+    )  # fmt: skip
+
+
+def id_skipped(n: int) -> CheckResult:
+    evidence = f"R9: chunk ids 0..{n} were put as {n + 1} (a chunk id skipped)"
+    return CheckResult("examples", "example 4", ("R9",), "fail", evidence)
+
+
+PASSED = CheckResult("examples", "example 2", ("R1",), "pass", "held")
+
+
+def run(*results: CheckResult, baseline: Baseline | None = None) -> VerifyReport:
+    return VerifyReport("p:f", "ci", 0, 240.0, list(results), run_all=True, baseline=baseline)
+
+
+def text_of(report: VerifyReport) -> str:
+    out = io.StringIO()
+    write_text(report, out)
+    return out.getvalue()
+
+
+def written(tmp_path: Path, *results: CheckResult) -> Baseline:
+    return write_baseline(run(*results), str(tmp_path / "baseline.toml"), None)
+
+
+def test_a_written_baseline_accepts_what_it_recorded_and_the_verdict_passes(
+    tmp_path: Path,
+) -> None:
+    baseline = written(tmp_path, PASSED, stale_commit(0, "a"), no_swap("b"))
+    assert [e.rule for e in baseline.entries] == ["R16", "R15"]
+    # another seed: other chunk ids, other request names, another stage order
+    again = run(PASSED, no_swap("z_3"), stale_commit(7, "q"), baseline=baseline)
+    assert again.verdict == "pass" and again.exit_code == 0
+    text = text_of(again)
+    assert text.count("\nACCEPTED in ") == 2 and "\nVIOLATION in " not in text, text
+    assert "no reason given yet" in text
+    assert "PASS: " in text and "2 known root cause(s)" in text
+    table = {line.split()[0]: line.split()[1] for line in text.splitlines()[3:27] if line}
+    assert table["R16"] == "accepted" and table["R15"] == "accepted" and table["R1"] == "pass"
+
+
+def test_a_new_root_cause_fails_and_is_the_only_violation_named(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"), no_swap("b"))
+    report = run(stale_commit(2, "c"), id_skipped(3), no_swap("d"), baseline=baseline)
+    assert report.verdict == "violation" and report.exit_code == 1
+    assert [g.rule for g in report.new_groups] == ["R9"]
+    text = text_of(report)
+    assert text.count("\nVIOLATION in ") == 1 and "VIOLATION in examples/example 4" in text
+    assert "new: no entry of the baseline accepts it" in text
+    assert "1 new root cause(s) (exit 1); 2 known root cause(s) accepted" in text
+
+
+def test_another_cause_under_an_accepted_rule_is_new(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"))
+    other = CheckResult("stress", "faults", ("R16",), "fail",
+                        "R16: cleanup_receiver returned while a get was in flight")  # fmt: skip
+    assert run(other, baseline=baseline).exit_code == 1
+
+
+def test_an_entry_not_seen_is_stale_and_the_run_still_passes(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"), no_swap("b"))
+    report = run(no_swap("c"), baseline=baseline)
+    assert report.exit_code == 0
+    judgement = report.judgement
+    assert judgement is not None and [e.rule for e in judgement.stale] == ["R16"]
+    text = text_of(report)
+    assert "STALE baseline entries" in text and "R16: chunk … handed out" in text
+    assert "no proof of a fix" not in text  # every check decided
+    unsure = CheckResult("explore", "q5", ("R16",), "inconclusive", "budget")
+    assert "no proof of a fix" in text_of(run(no_swap("c"), unsure, baseline=baseline))
+
+
+def test_a_waiver_accepts_every_root_cause_of_its_rule_with_its_reason() -> None:
+    waived = Baseline().with_waivers([parse_waiver("r9 = our ids restart per stream")])
+    report = run(id_skipped(3), baseline=waived)
+    assert report.exit_code == 0
+    assert "R9 is waived (our ids restart per stream)" in text_of(report)
+    assert run(id_skipped(3), no_swap("a"), baseline=waived).exit_code == 1
+    assert parse_waiver("R21").reason == "(no reason given)"
+
+
+def test_rewriting_keeps_the_reasons_a_human_wrote(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.toml"
+    write_baseline(run(stale_commit(0, "a"), no_swap("b")), str(path), None)
+    path.write_text(path.read_text().replace('reason = ""', 'reason = "tracked in #12"', 1))
+    previous = load_baseline(str(path))
+    assert [e.reason for e in previous.entries] == ["tracked in #12", ""]
+    rewritten = write_baseline(run(no_swap("x"), stale_commit(5, "y")), str(path), previous)
+    reasons = {e.rule: e.reason for e in rewritten.entries}
+    assert reasons == {"R15": "", "R16": "tracked in #12"}
+
+
+def test_the_file_is_readable_toml_a_reviewer_can_follow(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"))
+    text = (tmp_path / "baseline.toml").read_text()
+    assert text.startswith("# chunk-adapter verify baseline")
+    assert "[[accepted]]" in text and 'rule = "R16"' in text and 'reason = ""' in text
+    assert baseline.entries[0].seen_by == ("stateful/machines",)
+    assert "chunk 0 handed out" in baseline.entries[0].example
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("version = 1\n[[accepted]]\nrule = 'R99'\ncause = 'x'\n", "'R99' is not a contract rule"),
+        ("version = 2\n", "has version 2"),
+        ("version = 1\nacepted = []\n", "unknown key(s) ['acepted']"),
+        ("version = 1\n[[accepted]]\nrule = 'R1'\n", "'cause' must be a string"),
+        ("version = 1\n[[waiver]]\nrule = 'R1'\nreason = ''\n", "say why in 'reason'"),
+        ("version = 1\n[[accepted]\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_baseline_file_is_refused_naming_what_is_wrong(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "b.toml"
+    path.write_text(content)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        load_baseline(str(path))
+
+
+def test_bad_flags_exit_2_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "nope.toml")
+    assert main(["verify", "--baseline", missing]) == 2
+    assert "does not exist; write one with chunk-adapter verify --write-baseline" in (
+        capsys.readouterr().err
+    )
+    assert main(["verify", "--accept", "R0=x"]) == 2
+    assert "rule 'R0' is not a contract rule" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="give a rule"):
+        parse_waiver("=because")
+
+
+def test_json_junit_and_markdown_show_accepted_findings_as_such(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"))
+    report = run(PASSED, stale_commit(1, "b"), id_skipped(2), baseline=baseline)
+    path = tmp_path / "r.json"
+    write_json(report, str(path))
+    data = json.loads(path.read_text())
+    schema = json.loads(
+        resources.files("chunk_adapter.verify").joinpath("report.schema.json").read_text()
+    )
+    jsonschema.validate(data, schema)
+    assert [(g["rule"], g["status"]) for g in data["groups"]] == [
+        ("R16", "accepted"), ("R9", "new")
+    ]  # fmt: skip
+    assert data["baseline"]["accepted"] == 1 and data["baseline"]["new"] == 1
+    assert {r["rule"]: r["verdict"] for r in data["rules"]}["R16"] == "accepted"
+    assert json.loads(json.dumps(run(PASSED).to_json()))["baseline"] is None
+    junit = tmp_path / "j.xml"
+    write_junit(report, str(junit))
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    skipped = [s.get("message") or "" for s in suite.iter("skipped")]
+    assert any(m.startswith("accepted by the baseline: R16") for m in skipped), skipped
+    md = to_markdown(report)
+    assert "### ☑️ accepted: stateful/machines" in md and "### ❌ examples/example 4" in md
+
+
+def test_judge_sorts_groups_without_a_report() -> None:
+    from chunk_adapter.verify.groups import group_findings
+
+    groups = group_findings([stale_commit(0, "a"), no_swap("b")])
+    judgement = judge(groups, Baseline(waivers=[Waiver("R15", "deliberate")]))
+    assert [g.rule for g in judgement.new] == ["R16"]
+    assert [(g.rule, by.reason) for g, by in judgement.accepted] == [("R15", "deliberate")]
+
+
+@pytest.fixture
+def accepting() -> Iterator[Callable[..., None]]:
+    """Install root causes as accepted in this process (as a verify worker does); undone."""
+
+    def install(signatures: Sequence[str] = (), rules: Sequence[str] = ()) -> None:
+        accepted.install(accepted.Accepted.of(signatures, rules))
+
+    yield install
+    accepted.install(accepted.Accepted())
+
+
+def _ghost() -> Script:
+    """A history whose root violation is R14: a chunk handed out that was never got."""
+    s = Script()
+    s.load("r")
+    s.poll({"r": [c("ghost")]})
+    return s
+
+
+def test_the_judge_sets_aside_a_history_whose_root_cause_is_accepted(
+    accepting: Callable[..., None],
+) -> None:
+    found = check(_ghost().h, quiescent=False)
+    assert [v.rule for v in found] == ["R14"]
+    key = signature("R14", cause_of(str(found[0])))
+    accepting(signatures=[key])
+    assert check(_ghost().h, quiescent=False) == []
+    assert check(_ghost().h, quiescent=False) == []
+    assert accepted.seen() == {key: 2} and accepted.total() == 2
+    accepting(signatures=["R14: another cause"])  # another defect of the same rule: reported
+    assert [v.rule for v in check(_ghost().h, quiescent=False)] == ["R14"]
+    accepting(rules=["R14"])  # a waiver accepts every cause of its rule
+    assert check(_ghost().h, quiescent=False) == []
+    accepting()
+    assert [v.rule for v in check(_ghost().h, quiescent=False)] == ["R14"]
+    assert accepted.seen() == {}
+
+
+def test_an_entry_set_aside_by_the_judge_is_not_stale(tmp_path: Path) -> None:
+    baseline = written(tmp_path, stale_commit(0, "a"), no_swap("b"))
+    r16 = baseline.entries[0].signature
+    report = run(no_swap("c"), baseline=baseline)
+    report.accepted_seen = {r16: 3}
+    judgement = report.judgement
+    assert judgement is not None and judgement.stale == []
+    assert [(e.rule, n) for e, n in judgement.set_aside] == [("R16", 3)]
+    text = text_of(report)
+    assert "set aside by the judge" in text and "STALE" not in text
+    assert "2 known root cause(s)" in text
