@@ -261,6 +261,23 @@ def test_the_judge_sets_aside_a_history_whose_root_cause_is_accepted(
     assert accepted.seen() == {}
 
 
+def test_a_history_is_set_aside_when_any_of_its_violations_is_accepted(
+    accepting: Callable[..., None],
+) -> None:
+    """One defect shows through several checks, the first to fire varying: an accepted
+    violation anywhere in the history sets it aside, not only as its root."""
+    s = Script()
+    s.load("r")
+    s.poll({"r": []})  # R15: an empty list handed out (the root: it comes first)
+    s.poll({"r": [c("ghost")]})  # R14: a value no get returned
+    found = check(s.h, quiescent=False)
+    assert [v.rule for v in found] == ["R15", "R14"]
+    accepting(signatures=[signature("R14", cause_of(str(found[1])))])
+    assert check(s.h, quiescent=False) == []
+    accepting(signatures=["R14: another cause"])
+    assert [v.rule for v in check(s.h, quiescent=False)] == ["R15", "R14"]
+
+
 def test_an_entry_set_aside_by_the_judge_is_not_stale(tmp_path: Path) -> None:
     baseline = written(tmp_path, stale_commit(0, "a"), no_swap("b"))
     r16 = baseline.entries[0].signature

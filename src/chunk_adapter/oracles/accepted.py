@@ -3,11 +3,14 @@
 Under ``verify --baseline`` a known bug must not hide a new one: a check that
 stopped at the first violation of an accepted root cause would never get to
 the next. So the worker installs the accepted signatures here
-(:func:`install`) and :func:`~.check.check` treats a history whose root
-violation (the first, :func:`~.violations.root_first`) is accepted as one that
-tells nothing new: no violation, the search goes on. Its consequences in the
-same history go with it. Each such history is counted (:func:`seen`), so the
-report can tell an entry still seen from a stale one. Nothing is installed
+(:func:`install`) and :func:`~.check.check` treats a history in which any
+violation is accepted as one that tells nothing new: no violation, the search
+goes on. Any, not only the root (the first, :func:`~.violations.root_first`):
+one defect shows through more than one check, and the one that fires first
+varies from history to history, while a new, independent defect also shows in
+histories free of the accepted ones. Each such history is counted
+(:func:`seen`, under the first accepted violation), so the report can tell an
+entry still seen from a stale one. Nothing is installed
 outside a worker run with a baseline: every violation counts.
 """
 
@@ -53,20 +56,20 @@ def install(accepted: Accepted) -> None:
 
 
 def covers(violations: Sequence[Violation]) -> bool:
-    """Whether the root violation of *violations* (the first) is accepted; counted if so."""
+    """Whether any of *violations* (one history's) is accepted; counted if so."""
     if not violations:
         return False
     with _lock:
         accepted = _accepted
     if not accepted.signatures and not accepted.rules:
         return False
-    root = violations[0]
-    key = signature(root.rule, cause_of(str(root)))
-    if key not in accepted.signatures and root.rule not in accepted.rules:
-        return False
-    with _lock:
-        _seen[key] += 1
-    return True
+    for violation in violations:
+        key = signature(violation.rule, cause_of(str(violation)))
+        if key in accepted.signatures or violation.rule in accepted.rules:
+            with _lock:
+                _seen[key] += 1
+            return True
+    return False
 
 
 def seen() -> dict[str, int]:

@@ -27,8 +27,8 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     The list is ordered root cause first (:func:`~.violations.root_first`:
     by the sequence number of the event that breaks each rule, liveness
     last), and consequences of one fault on one chunk are reported once
-    (:func:`collapse`). Empty when its root cause is one a verify baseline
-    accepts (:mod:`.accepted`; only in a verify worker run with a baseline).
+    (:func:`collapse`). Empty when one of them is a root cause a verify
+    baseline accepts (:mod:`.accepted`; only in a verify worker run with one).
     """
     if put_tries is not None and (isinstance(put_tries, bool) or put_tries < 1):
         raise ValueError(f"put_tries counts every try and must be >= 1 or None, got {put_tries!r}")
