@@ -51,7 +51,7 @@ def test_a_violation_is_confirmed_by_replay_and_the_printed_command_replays_it()
     # it, the oracles name the duplicate it makes (R15, R14) instead.
     assert {"R16", "R15"} & set(fail.rules), fail
     assert fail.confirmation == "replayed once on threads: failed again"
-    assert fail.coverage.endswith("(stopped at the first failure)")
+    assert fail.coverage.endswith("(stopped at the first failure)")  # a verdict: it failed
     assert fail.replay is not None and fail.replay.startswith("chunk-adapter replay 'explore:")
     string = fail.replay.split("'")[1]
     out = io.StringIO()
@@ -68,6 +68,7 @@ def test_a_thread_the_explorer_cannot_control_makes_it_inconclusive() -> None:
     # taken from tests.quality.plain_threading_adapter)
     assert "plain_threading_adapter._recv_loop" in first.evidence, first
     assert "--substitute" in first.evidence and "runtime=" in first.evidence
+    assert first.coverage.endswith("(stopped at an execution it could not control)"), first
     assert results[-1].name == "scenarios not run", results[-1]
 
 

@@ -42,3 +42,14 @@ def test_a_passing_report_does_not_raise() -> None:
     report.measure("cpu_seconds_per_second", 0.01)
     report.raise_if_failed()
     assert report.ok and "ok" in report.describe()
+
+
+def test_outside_pytest_a_failed_report_gives_only_the_reproduction_that_works(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)  # as in a verify worker
+    report = StressReport("put_faults", {"seed": 5})
+    report.fail("R9", "expected chunk id 3, got 4")
+    text = report.describe("pkg.mod:factory")
+    assert "rerun the test" not in text and "not run under pytest" not in text
+    assert "rerun in Python: " in text

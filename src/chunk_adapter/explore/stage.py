@@ -167,7 +167,8 @@ def _judge(
             "explore", label, (), "inconclusive",
             f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
             f"(control: {control.describe()})",
-            detail=report.describe_failure(), seconds=report.seconds, coverage=coverage,
+            detail=report.describe_failure(), seconds=report.seconds,
+            coverage=f"{done} (stopped at an execution it could not control)",
         )  # fmt: skip
     command = _replay_command(scenario.name, failed.schedule, ctx)
     start = time.perf_counter()

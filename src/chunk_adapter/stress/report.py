@@ -182,7 +182,9 @@ class StressReport:
             lines.append(f"  measured: {shown}")
         if not self.ok:
             lines.append(f"  seed: {self.seed}")
-            lines.append(f"  rerun the test: {self.pytest_command(adapter_spec, nodeid)}")
+            rerun = self.pytest_command(adapter_spec, nodeid)
+            if not rerun.startswith("("):  # run under pytest: its node id reruns it
+                lines.append(f"  rerun the test: {rerun}")
             lines.append(f"  rerun in Python: {self.python_call(adapter_spec)}")
         return "\n".join(lines)
 
