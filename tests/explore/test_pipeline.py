@@ -29,7 +29,11 @@ def calls(execution: object) -> list[tuple[str, str]]:
 def test_a_pipeline_scenario_has_a_sender_and_a_receiver() -> None:
     run = replay(LIBRARY["pipeline/q1-save-snapshot-enqueue"], "1:0:")
     assert run.ok, run.failures
-    assert run.task_names == ["scheduler"] + ["chunk-adapter-save", "chunk-adapter-recv"] * 2
+    # each thread named with the member it belongs to (the trace's column headers)
+    members = ("sender", "receiver")
+    assert run.task_names == ["scheduler"] + [
+        f"{role}:chunk-adapter-{loop}" for role in members for loop in ("save", "recv")
+    ]
     seen = calls(run)
     assert ("receiver", "load_async") in seen and ("sender", "save_async") in seen
     assert not {("sender", "load_async"), ("receiver", "save_async")} & set(seen)

@@ -65,10 +65,11 @@ def test_each_correct_shape_is_controlled_and_explores_clean(spec: str, threads:
     seen = replay(LIBRARY["pipeline/q1-save-snapshot-enqueue"], "1:0:", factory=make,
                   substitute="auto")  # fmt: skip
     assert seen.ok, seen.failures
-    names = seen.task_names
+    names = [name.split(":", 1)[-1] for name in seen.task_names]  # without the member
     assert names[0] == "scheduler"
     assert threads <= set(names), names
     assert names.count("chunk-adapter-recv") == 2, names  # one RECV thread per adapter
+    assert {"sender:chunk-adapter-recv", "receiver:chunk-adapter-recv"} <= set(seen.task_names)
     if spec.startswith("thread_timer"):
         assert len(names) == 7, names  # and each stop()'s Timer
     ran = {step.tid for step in seen.trace}

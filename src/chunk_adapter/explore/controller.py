@@ -107,6 +107,7 @@ class Controller:
         self.handoffs = 0  # bumped whenever a task enters the controller (the watchdog's pulse)
         self.tasks: list[Task] = []
         self.current: Task | None = None
+        self.role = ""  # the pipeline member the scheduler builds or calls now (Task.role)
         self.trace: list[Step] = []
         self.decisions: list[tuple[str, int]] = []  # ("t", tid) or ("r", random value)
         self.failures: list[Failure] = []
@@ -205,7 +206,9 @@ class Controller:
         """A new task running *target*: on a new carrier, or on *thread* (a ``Thread`` the
         code under test made and started: its ``run`` is wrapped, so ``current_thread()``
         inside it is that object)."""
-        task = Task(len(self.tasks), name)
+        starter = self.current
+        role = starter.role if starter is not None and starter.role else self.role
+        task = Task(len(self.tasks), name, role)
         self.tasks.append(task)
         self.touch(("task", task.tid), "w")
         body = functools.partial(self._body, task, target, is_main)

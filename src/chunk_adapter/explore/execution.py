@@ -28,7 +28,7 @@ from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
 from .footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist, watch_state
 from .patches import ACTIVE, forget_executor_threads
-from .pipeline import Hop, hops
+from .pipeline import Hop, hops, roles_for
 from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
 from .scenario import Op, Scenario
 from .scenario_bed import ScenarioBed
@@ -208,8 +208,11 @@ def run_once(
         )  # fmt: skip
         return owed_now(probe)
 
+    roles = tuple(m.role for m in stand.layout) if len(stand.layout) > 1 else ()
+
     def main() -> None:
         for m in stand.layout:
+            ctl.role = m.role if roles else ""  # threads it starts are that member's
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
@@ -230,10 +233,11 @@ def run_once(
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
+        ctl.role = ""
         stand.run_script(
             settle=lambda: _settle(ctl, runtime, scenario, stand.faults_end, owed),
             note=ctl.note,
-            before=lambda op: _before(op, ctl, clock),
+            before=lambda op: _before(op, ctl, clock, roles),
             after=lambda op: _after(op, ctl, clock),
         )
 
@@ -250,7 +254,7 @@ def run_once(
     execution = Execution(
         scenario=scenario,
         schedule=encode(ctl.decisions),
-        task_names=[t.name for t in ctl.tasks],
+        task_names=[f"{t.role}:{t.name}" if t.role else t.name for t in ctl.tasks],
         trace=ctl.trace,
         steps=ctl.steps,
         virtual_time=ctl.now,
@@ -300,9 +304,12 @@ def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
             f = f.f_back
 
 
-def _before(op: Op, ctl: Controller, clock: CallClock) -> None:
+def _before(op: Op, ctl: Controller, clock: CallClock, roles: tuple[str, ...]) -> None:
     """Note *op* in the trace and when it began; DPOR's footprints: the call is recorded
-    (on its side of the request's history), faults are armed."""
+    (on its side of the request's history), faults are armed. A thread the call starts
+    is its member's (*roles*: the pipeline's members; empty for one adapter)."""
+    called = roles_for(op, roles) if roles else ()
+    ctl.role = called[0] if len(called) == 1 else ""
     ctl.note(str(op))
     clock.before(op)
     if ctl.tracking:

@@ -261,7 +261,7 @@ def _start(self: threading.Thread) -> None:
     target = self.run
     task = rt.ctl.spawn(target, self.name, thread=self)
     setattr(self, _ADOPTED, (rt, task))
-    rt.ctl.switch_point(f"started {self.name!r}")
+    rt.ctl.switch_point(f"started {task.role + ':' if task.role else ''}{self.name!r}")
 
 
 def _handle(thread: threading.Thread) -> ControlledThread | None:

@@ -365,7 +365,7 @@ class ControlledRuntime:
 
     def start_thread(self, target: Callable[[], None], name: str) -> ControlledThread:
         task = self.ctl.spawn(target, name)
-        self.ctl.switch_point(f"started {name!r}")
+        self.ctl.switch_point(f"started {task.role + ':' if task.role else ''}{name!r}")
         return ControlledThread(self.ctl, task)
 
     def monotonic(self) -> float:

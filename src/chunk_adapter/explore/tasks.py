@@ -93,6 +93,9 @@ class Task:
 
     tid: int
     name: str
+    role: str = ""
+    """The pipeline member whose thread this is (``sender``...; module :mod:`.pipeline`):
+    the one being built or called when it started, or its starter's; "" on one adapter."""
     baton: real.LockType | None = None
     """The thread carrier's: held by everyone but the task whose turn it is."""
     glet: Any = None
