@@ -15,12 +15,13 @@ from .bed.stack import FACTORY, Bed
 from .bed.waiting import call_bounded, stopping, wait_until
 from .factory import AdapterFactory, AdapterLike
 from .oracles.violations import Violation, rules_in_order
+from .rules import R1, R2, R4, R5, R6, R9, R11, R15
 
 __all__ = ["ARRIVE", "CALL", "EXAMPLES", "FACTORY", "ExampleOutcome", "example_2", "example_3"]
 
 CALL = 2.0  # seconds any single adapter call may take here before it counts as a hang
 ARRIVE = 10.0  # seconds for a chunk to arrive
-R11 = ("R11",)  # a final that never arrives: the stream never ends
+FINAL_NEVER_CAME = (R11,)  # a final that never arrives: the stream never ends
 
 
 @dataclass
@@ -74,9 +75,7 @@ def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> No
 
 
 def example_2(factory: AdapterFactory) -> ExampleOutcome:
-    out = ExampleOutcome(
-        "Example 2 — snapshots, and poll_ready drains", ("R1", "R2", "R4", "R9", "R15")
-    )
+    out = ExampleOutcome("Example 2 — snapshots, and poll_ready drains", (R1, R2, R4, R9, R15))
     bed = Bed(record=True)
     conn = bed.recording
     snd, rcv = _pair(factory, bed)
@@ -88,17 +87,19 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
         live.append("c")
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'", rules=R11)
+        wait_until(
+            lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'", rules=FINAL_NEVER_CAME
+        )
         out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
         out.expect(
             conn.puts == ["v_0_0", "v_0_1"],
-            "R1",
+            R1,
             f"keys put {conn.puts}, not v_0_0, v_0_1 (R9: contiguous ids)",
-            also=("R9",),
+            also=(R9,),
         )
         out.expect(
             [c.get("data") for c in got] == [["a"], ["a", "b"]],
-            "R4",
+            R4,
             f"'v' received {got}, expected the snapshots ['a'] then ['a', 'b']",
         )
 
@@ -120,18 +121,23 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         second = call_bounded(rcv.poll_ready, CALL, "poll_ready()")
         call_bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
         third: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "q", third), ARRIVE, "the final chunk of 'q'", rules=R11)
+        wait_until(
+            lambda: _drain(rcv, "q", third),
+            ARRIVE,
+            "the final chunk of 'q'",
+            rules=FINAL_NEVER_CAME,
+        )
         out.lines += [
             f"poll_ready():  {first}",
             f"poll_ready():  {second}",
             f"poll_ready():  {{'q': {third}}}",
         ]
         want = [{"data": 1, "finished": False}, {"data": 2, "finished": False}]
-        out.expect(first == {"q": want}, "R15", f"q's chunks came as {first}, expected {want}")
-        out.expect(second == {}, "R15", f"a second poll_ready with nothing new gave {second}")
+        out.expect(first == {"q": want}, R15, f"q's chunks came as {first}, expected {want}")
+        out.expect(second == {}, R15, f"a second poll_ready with nothing new gave {second}")
         out.expect(
             third == [{"data": 3, "finished": True}],
-            "R2",
+            R2,
             f"q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
         )
     return out
@@ -144,7 +150,7 @@ def _merge(into: dict[str, Any], ready: dict[str, Any]) -> int:
 
 
 def example_3(factory: AdapterFactory) -> ExampleOutcome:
-    out = ExampleOutcome("Example 3 — cancel while a build is blocked", ("R6", "R9", "R11"))
+    out = ExampleOutcome("Example 3 — cancel while a build is blocked", (R6, R9, R11))
     bed = Bed(record=True)
     conn = bed.recording
     builder = bed.builder(recorded=False)
@@ -154,7 +160,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: rcv.load_async("w"), CALL, "load_async('w')")
         call_bounded(lambda: snd.save_async("w", "p0", False), CALL, "save_async('w', 'p0')")
         if not gate.wait_started(ARRIVE):
-            out.expect(False, "R5", "the build of 'p0' never started")
+            out.expect(False, R5, "the build of 'p0' never started")
             return out
         for part in ("p1", "p2", "p3"):
             _save(snd, "w", part, False)
@@ -162,7 +168,9 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
         gate.release()
         got: list[dict[str, Any]] = []
-        wait_until(lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'", rules=R11)
+        wait_until(
+            lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'", rules=FINAL_NEVER_CAME
+        )
     out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
     both = [
         (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),
@@ -170,7 +178,7 @@ def example_3(factory: AdapterFactory) -> ExampleOutcome:
     ]
     out.expect(
         (conn.puts, got) in both,
-        "R6",
+        R6,
         f"keys {conn.puts} and chunks {got} are neither outcome the contract allows",
     )
     return out

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .rules import VERIFIED
+
 __all__ = [
     "PASTE_BEGIN",
     "PASTE_END",
@@ -43,8 +45,8 @@ __all__ = [
 
 Verdict = Literal["pass", "fail", "inconclusive", "skip"]
 
-RULES: tuple[str, ...] = tuple(f"R{i}" for i in range(1, 25))
-"""The rules verify checks, R1–R24 (docs/contract.md; R25–R29 bind the reference adapter only)."""
+RULES: tuple[str, ...] = VERIFIED
+"""The rules verify checks, R1–R24 (:mod:`.rules`; R25–R29 bind the reference adapter only)."""
 
 
 PASTE_BEGIN = "----- begin file "

@@ -24,6 +24,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..rules import R18
+
 __all__ = [
     "FREE_STOP_BOUND",
     "POLL_INTERVAL",
@@ -45,7 +47,7 @@ T = TypeVar("T")
 
 POLL_INTERVAL = 0.001
 """Seconds between two looks at a predicate (a look is cheap; the wait is what is bounded)."""
-STOP_RULES = ("R18",)
+STOP_RULES = (R18,)
 """The rule a ``stop()`` that does not return within its bound breaks (docs/contract.md)."""
 FREE_STOP_BOUND = 0.25
 """Seconds ``stop()`` may take when nothing is blocked (the contract: well under 0.1 s)."""

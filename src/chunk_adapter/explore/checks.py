@@ -16,6 +16,7 @@ from typing import Any
 
 from ..history import BuildCall, ConnectorOp, History
 from ..oracles import CallRecord, RecordedAdapter, check, split_key
+from ..rules import R14
 from .execution import Execution
 from .pipeline import Hop
 from .tasks import Failure
@@ -59,7 +60,7 @@ def default_checker(execution: Execution) -> list[Failure]:
     return found
 
 
-SCHEDULER_OWES = frozenset({"R14"})
+SCHEDULER_OWES = frozenset({R14})
 """Liveness rules only the scheduler's next call can settle: a chunk got and not yet
 handed out waits for a ``poll_ready``, which no settling of the adapter's threads makes."""
 

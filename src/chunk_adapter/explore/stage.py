@@ -27,6 +27,7 @@ from ..errors import InvalidValue
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext
 from ..profiles import current_profile
+from ..rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20, R22
 from .carriers import CONFIRM_RUNTIME
 from .control import Control, plan_control
 from .controller import Failure
@@ -41,7 +42,7 @@ from .tasks import signature
 __all__ = ["plan", "run_stage"]
 
 # Rules for explorer failures that are not oracle violations (those carry theirs).
-KIND_RULES = {"deadlock": "R20", "hang": "R18", "livelock": "R17", "crash": "R22"}
+KIND_RULES = {"deadlock": R20, "hang": R18, "livelock": R17, "crash": R22}
 # Failures that say the run was not under the explorer's control, that the factory
 # could not build the adapter (nothing was driven yet), or that an execution outgrew
 # the step budget while the adapter kept sleeping at its pace: never a violation.
@@ -263,12 +264,12 @@ def _not_started(
 def _scenario_rules(question: str) -> tuple[str, ...]:
     """The rules a library scenario is about, from the key question it asks."""
     by_question = {
-        "1": ("R3", "R4", "R5"),
-        "2": ("R9", "R10"),
-        "3": ("R6", "R7", "R8"),
-        "4": ("R13", "R15"),
-        "5": ("R16",),
-        "6": ("R17",),
-        "7": ("R18", "R20"),
+        "1": (R3, R4, R5),
+        "2": (R9, R10),
+        "3": (R6, R7, R8),
+        "4": (R13, R15),
+        "5": (R16,),
+        "6": (R17,),
+        "7": (R18, R20),
     }
-    return by_question.get(question.split(":", 1)[0], ("R14", "R17"))
+    return by_question.get(question.split(":", 1)[0], (R14, R17))

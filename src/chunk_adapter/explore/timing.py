@@ -33,6 +33,7 @@ from collections.abc import Callable
 from ..bed.waiting import UNKNOWN_JOIN_STOP_BOUND
 from ..history import BuildCall, ConnectorOp, History
 from ..oracles import CallRecord, split_key
+from ..rules import R3, R7, R17, R18
 from .pipeline import Hop
 from .scenario import Op, Scenario
 from .tasks import Failure
@@ -94,14 +95,14 @@ class CallClock:
                 "violation",
                 f"R3: the scheduler call {op} never returned ({took:.3g} s of virtual time "
                 "while the adapter's threads ran on): it waits for something that does not come",
-                ("R3",),
+                (R3,),
             )
         if op.kind == "stop" and took > self.stop_bound:
             return Failure(
                 "violation",
                 f"R18: {op} never returned ({took:.3g} s of virtual time): stop() joins against "
                 "a deadline and abandons a thread that is blocked",
-                ("R18",),
+                (R18,),
             )
         return None
 
@@ -117,7 +118,7 @@ class CallClock:
                     f"R3: the scheduler call {op} took {took:.3g} s of virtual time: it waited "
                     "for the connector, a build or a background thread (it must only take a "
                     "snapshot, enqueue or swap under a short lock)",
-                    ("R3",),
+                    (R3,),
                 )
             )
         elif op.kind == "stop" and self.quiet and took >= STOP_BOUND:
@@ -128,7 +129,7 @@ class CallClock:
                     f"blocked or failing (the bound here is {STOP_BOUND} s; the contract: well "
                     "under 0.1 s when the threads are idle — notify them, do not wait out "
                     "their timeouts)",
-                    ("R18",),
+                    (R18,),
                 )
             )
         elif op.kind == "stop" and took > self.stop_bound:
@@ -139,7 +140,7 @@ class CallClock:
                     f"was slow or failing (the bound here is {self.stop_bound:.3g} s: 1.5 x "
                     "the join timeout + 0.25 s, at least 5 s): stop() joins its threads "
                     "against one deadline and abandons a thread that is blocked",
-                    ("R18",),
+                    (R18,),
                 )
             )
 
@@ -183,7 +184,7 @@ def latency_failures(
             polled = [g for g in gets[put.key] if g.begin > since]  # for this put's value
             late = _late(put, polled, times, end, fences)
             if late is not None:
-                found.append(Failure("violation", late + _hop(hops, hop), ("R17",)))
+                found.append(Failure("violation", late + _hop(hops, hop), (R17,)))
                 break
     return found
 
@@ -330,7 +331,7 @@ def _held(
         for b, e, what in calls:
             covered = min(e, until) - max(b, start)
             if covered >= 0.9 * (until - start):
-                rule = "R7" if what.startswith("build") else "R17"
+                rule = R7 if what.startswith("build") else R17
                 return Failure(
                     "violation",
                     f"{rule}: a chunk saved on the {role} waited {until - start:.3g} s of "
@@ -338,7 +339,7 @@ def _held(
                     f"SAVE side idle, while the {other}'s {what} was in flight: adapters "
                     "share nothing, so one's slow build or put must not hold up another's "
                     + ("(build_payload is called outside every lock, shared ones too)"
-                       if rule == "R7" else "(no request waits behind another)"),
+                       if rule == R7 else "(no request waits behind another)"),
                     (rule,),
                 )  # fmt: skip
     return None

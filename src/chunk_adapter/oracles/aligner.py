@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp
+from ..rules import R2, R4, R5, R6, R7, R8, R10, R11, R23
 from .records import UNCOPYABLE, CallRecord
 from .timeline import Timeline
 from .violations import Violation
@@ -107,7 +108,7 @@ class Aligner:
             if self.stream_at >= len(self.streams):
                 kind = "final" if is_final_put(op) else "non-final"
                 self.violation(
-                    "R11" if is_final_put(op) else "R5",
+                    R11 if is_final_put(op) else R5,
                     f"a {kind} chunk was put but every saved chunk of the request was already "
                     f"accounted for (data {data_of(op)!r})",
                     op.key,
@@ -151,7 +152,7 @@ class Aligner:
             self.at = b.begin
             self.unsnapshotted = b
             self.violation(
-                "R4",
+                R4,
                 f"build_payload was given {b.snapshot!r}, which equals no snapshot saved for "
                 "the request (the object must be copied at save_async time: a mutation after "
                 "the call reached the build)",
@@ -198,7 +199,7 @@ class Aligner:
             snaps = [s.args[0] for s in by_put]
             if self.failures == 0:
                 self.violation(
-                    "R5",
+                    R5,
                     f"saved chunk(s) {snaps!r} were never put although a later chunk of the same "
                     "stream was: nothing explains the drop (no cancel, failed build, None payload "
                     "or failed put)",
@@ -206,7 +207,7 @@ class Aligner:
                 )
             else:
                 self.violation(
-                    "R10",
+                    R10,
                     f"saved chunk(s) {snaps!r} dropped after {self.failures} failed put(s); "
                     f"expected at least {need} ({self.put_tries or 1} tries each)",
                     key,
@@ -219,7 +220,7 @@ class Aligner:
             and self.failures >= self.put_tries
         ):
             self.violation(
-                "R10",
+                R10,
                 f"a non-final chunk was put after {self.failures} failed tries; it should have "
                 f"been dropped after {self.put_tries}",
                 next_op.key,
@@ -237,14 +238,14 @@ class Aligner:
         data = data_of(op)
         if data is None:
             self.violation(
-                "R8", "a non-final chunk was put with data None; it must be skipped", op.key
+                R8, "a non-final chunk was put with data None; it must be skipped", op.key
             )
         snap, built = data, None
         if self.have_builds:
             b = self._build_before(op, self.prev_final_end)
             if b is None or b.is_final or b.outcome != "ok":
                 self.violation(
-                    "R7",
+                    R7,
                     f"non-final chunk put (data {data!r}) without a successful build before it "
                     f"(last build: {b!r})",
                     op.key,
@@ -253,7 +254,7 @@ class Aligner:
                 return
             if b.result != data:
                 self.violation(
-                    "R2",
+                    R2,
                     f"put data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
                 )
@@ -264,7 +265,7 @@ class Aligner:
             pending = [s.args[0] for s in stream.nonfinals[self.pending_at :]]
             if earlier:
                 self.violation(
-                    "R5",
+                    R5,
                     f"chunk built from {snap!r} was put again or out of save order "
                     f"(pending saves: {pending!r})",
                     op.key,
@@ -274,7 +275,7 @@ class Aligner:
             else:
                 if built is None or built is not self.unsnapshotted:  # else said at the build
                     self.violation(
-                        "R4",
+                        R4,
                         f"payload built from {snap!r}, which is no snapshot saved for this "
                         f"stream (pending saves: {pending!r}); "
                         "the object must be copied at save_async time",
@@ -306,7 +307,7 @@ class Aligner:
         align *op* with the stream it belongs to."""
         assert stream.final is not None
         self.violation(
-            "R11",
+            R11,
             f"the final chunk saved from {stream.final.args[0]!r} was never put: a chunk of a "
             f"later stream of the request (built from {snap!r}) was put instead",
             op.key,
@@ -362,7 +363,7 @@ class Aligner:
         for c in self._cancels(op.begin):
             if c.end < save.begin:
                 self.violation(
-                    "R6",
+                    R6,
                     f"chunk {save.args[0]!r} was saved after cancel_sender returned and must be "
                     "dropped, but it was put",
                     op.key,
@@ -377,7 +378,7 @@ class Aligner:
                 self.started_after[c.begin] = n
                 if n > 1:
                     self.violation(
-                        "R6",
+                        R6,
                         f"{n} queued non-final chunks were put after cancel_sender returned; only "
                         "one already past the cancel check may be",
                         op.key,
@@ -393,7 +394,7 @@ class Aligner:
             return
         if s is None:
             self.violation(
-                "R11",
+                R11,
                 f"a final chunk was put (data {data_of(op)!r}) but this stream's final was never "
                 "saved",
                 op.key,
@@ -421,7 +422,7 @@ class Aligner:
             )
             if not explained and any(c.begin < self.prev_final_end for c in self.cancels):
                 self.violation(
-                    "R6",
+                    R6,
                     "final chunk put with data None, but the request's cancel_sender was used "
                     "up by an earlier final: a cancel marks the next final put, and only that "
                     f"one (expected data from {s.args[0]!r})",
@@ -429,7 +430,7 @@ class Aligner:
                 )
             elif not explained:
                 self.violation(
-                    "R7",
+                    R7,
                     f"final chunk put with data None, but the request was not cancelled and its "
                     f"build did not fail or return None (expected data from {s.args[0]!r})",
                     op.key,
@@ -437,7 +438,7 @@ class Aligner:
             return
         if definite:
             self.violation(
-                "R6",
+                R6,
                 f"final chunk saved after cancel_sender returned must be put with data None, "
                 f"got {data!r}",
                 op.key,
@@ -446,24 +447,24 @@ class Aligner:
         if self.have_builds:
             if b is None or b.outcome != "ok":
                 self.violation(
-                    "R7", f"final put with data {data!r} but no successful build of it", op.key
+                    R7, f"final put with data {data!r} but no successful build of it", op.key
                 )
             elif b.result != data:
                 self.violation(
-                    "R2",
+                    R2,
                     f"final data {data!r} is not what build_payload returned ({b.result!r})",
                     op.key,
                 )
             elif b.snapshot != s.args[0] and b is not self.unsnapshotted:
                 self.violation(
-                    "R4",
+                    R4,
                     f"final payload built from {b.snapshot!r}, but the snapshot at save_async "
                     f"was {s.args[0]!r}",
                     op.key,
                 )
         elif data != s.args[0]:
             self.violation(
-                "R4",
+                R4,
                 f"final data {data!r} differs from the snapshot at save_async ({s.args[0]!r})",
                 op.key,
             )
@@ -478,13 +479,13 @@ class Aligner:
             by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
             if len(by_put) * (self.put_tries or 1) > self.failures:
                 self.violation(
-                    "R23",
+                    R23,
                     f"saved chunk(s) {[s.args[0] for s in by_put]!r} were never put (after "
                     f"quiescence; {self.failures} failed put(s) seen)",
                 )
             if stream.final is not None:
                 self.violation(
-                    "R11",
+                    R11,
                     f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
                     "quiescence, adapter running)",
                 )

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp
+from ..rules import R3
 from .records import CallRecord
 from .violations import Violation
 
@@ -61,7 +62,7 @@ def check_inline(
         seen.add(id(call))
         what = _what(record)
         yield Violation(
-            "R3",
+            R3,
             f"{call.call}() {what} on the scheduler thread, inside the call: the scheduler "
             "must never wait for a build or the connector (save_async only snapshots and "
             "enqueues)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ..rules import R19
 from .timeline import Timeline
 from .violations import Violation
 
@@ -27,14 +28,14 @@ def check_lifecycle(tl: Timeline) -> Iterator[Violation]:
         if c.call in _MUST_RAISE and not isinstance(c.error, RuntimeError):
             got = "returned normally" if c.error is None else f"raised {c.error!r}"
             yield Violation(
-                "R19",
+                R19,
                 f"{c.call} after stop() must raise RuntimeError, but it {got}",
                 c.request_id,
                 at=c.begin,
             )
         elif c.call in _MUST_WORK and c.error is not None:
             yield Violation(
-                "R19",
+                R19,
                 f"{c.call} must keep working after stop(), but raised {c.error!r}",
                 c.request_id,
                 at=c.begin,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..history import ConnectorOp
+from ..rules import R2, R12, R13, R14, R15, R16, R23
 from .timeline import Registration, Timeline, split_key
 from .violations import Violation
 
@@ -101,12 +102,12 @@ def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
         if c.call != "poll_ready" or c.error is not None:
             continue
         if not isinstance(c.result, dict):
-            yield Violation("R15", f"poll_ready must return a dict, got {c.result!r}", at=c.begin)
+            yield Violation(R15, f"poll_ready must return a dict, got {c.result!r}", at=c.begin)
             continue
         for rid, values in c.result.items():
             if not isinstance(values, list) or not values:
                 yield Violation(
-                    "R15",
+                    R15,
                     f"poll_ready returned {values!r} for a request; a request with nothing new "
                     "must be absent and the others map to a non-empty list",
                     rid,
@@ -116,7 +117,7 @@ def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
                 for v in values:
                     if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
                         yield Violation(
-                            "R2",
+                            R2,
                             f"poll_ready handed out {v!r}, not the dict that was put",
                             rid,
                             at=c.begin,
@@ -132,7 +133,7 @@ def _stray(tl: Timeline) -> Iterator[Violation]:
         )
         if cleaned:
             yield Violation(
-                "R16",
+                R16,
                 f"poll_ready handed out {d.value!r} after cleanup_receiver returned and before "
                 "any new load_async",
                 rid,
@@ -140,7 +141,7 @@ def _stray(tl: Timeline) -> Iterator[Violation]:
             )
         else:
             yield Violation(
-                "R12",
+                R12,
                 f"poll_ready handed out {d.value!r} for a request never registered",
                 rid,
                 at=d.poll.begin,
@@ -173,18 +174,18 @@ def _no_get_past_final(
             )
             if reloads:  # the registration was fine until a load_async started it over
                 yield Violation(
-                    "R12",
+                    R12,
                     f"load_async of the registered request made it poll again: {gets[i].key!r} "
                     f"was fetched after the get of {g.key!r} returned the final chunk (a "
                     "load_async while registered must change nothing)",
                     rid,
                     gets[i].key,
                     reloads[0].begin,
-                    also=("R13",),
+                    also=(R13,),
                 )
                 return
             yield Violation(
-                "R13",
+                R13,
                 f"get of {gets[i].key!r} after the get of {g.key!r} returned the final chunk, "
                 "with no new registration in between (a finished registration is never polled "
                 "again)",
@@ -208,7 +209,7 @@ def _gets_return_puts(
             continue
         if not any(p.begin < g.end and p.value == g.value for p in put_values[g.key]):
             yield Violation(
-                "R2", f"get returned {g.value!r}, which was never put there", rid, g.key, g.begin
+                R2, f"get returned {g.value!r}, which was never put there", rid, g.key, g.begin
             )
 
 
@@ -251,7 +252,7 @@ class _Chain:
             if c > 0 and _finished(ds[c - 1].value):
                 out.append(
                     Violation(
-                        "R13",
+                        R13,
                         f"poll_ready handed out {d.value!r} after this registration's final chunk",
                         self.rid,
                         at=d.poll.begin,
@@ -287,25 +288,25 @@ class _Chain:
                 # handed it out, or its thread gone on to other gets first, the commit came
                 # before the fence and poll_ready handed one copy twice: R15)
                 return Violation(
-                    "R16",
+                    R16,
                     f"chunk {value!r} was handed out again as chunk {c} of the registration, "
                     "and a cleaned-up registration's get of it, never handed out there, "
                     "crossed the commit fence",
                     self.rid,
                     at=at,
-                    also=("R15",),
+                    also=(R15,),
                 )
             return Violation(
-                "R15",
+                R15,
                 f"chunk {value!r} was handed out again as chunk {c} of the same registration "
                 "(poll_ready must swap out what it returns; exactly once, R14)",
                 self.rid,
                 at=at,
-                also=("R14",),
+                also=(R14,),
             )
         if crossed:
             return Violation(
-                "R16",
+                R16,
                 f"chunk {c} handed out ({value!r}) was fetched by a get that began before this "
                 "registration's load_async: a value of a cleaned-up registration crossed the "
                 "commit fence",
@@ -314,14 +315,14 @@ class _Chain:
             )
         if same:
             return Violation(
-                "R14",
+                R14,
                 f"chunk {value!r} handed out as chunk {c} of the registration, but it was got "
                 f"under key(s) {sorted({g.key for g in same})!r}: not in id order",
                 self.rid,
                 at=at,
             )
         return Violation(
-            "R14",
+            R14,
             f"chunk {c} handed out ({value!r}) matches no value got for this request",
             self.rid,
             at=at,
@@ -344,7 +345,7 @@ class _Chain:
             ]
             if again:
                 return Violation(
-                    "R12",
+                    R12,
                     f"load_async of the registered request started its registration over: "
                     f"chunk {n} ({got.value!r}) was got, and "
                     f"{min(again, key=lambda g: g.begin).key!r} was fetched again after it "
@@ -352,7 +353,7 @@ class _Chain:
                     self.rid,
                     got.key,
                     at=reload.begin,
-                    also=("R14",),
+                    also=(R14,),
                 )
         return None
 
@@ -367,7 +368,7 @@ class _Chain:
                     return [restart]
                 return [
                     Violation(
-                        "R14",
+                        R14,
                         f"chunk {n} was got ({g.value!r}) for the registration but never handed "
                         "out by poll_ready (after quiescence)",
                         self.rid,
@@ -382,7 +383,7 @@ class _Chain:
             if not consumed:
                 return [
                     Violation(
-                        "R23",
+                        R23,
                         f"chunk {n} ({p.value!r}) was put but the registration never received it "
                         "(after quiescence)",
                         self.rid,

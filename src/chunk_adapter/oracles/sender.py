@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..history import ConnectorOp
+from ..rules import R2, R9, R18
 from .aligner import Aligner, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
@@ -35,7 +36,7 @@ def _wire(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
         v = op.value
         if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
             yield Violation(
-                "R2",
+                R2,
                 f"put value must be exactly {{'data': ..., 'finished': bool}}, got {v!r}",
                 rid,
                 op.key,
@@ -43,7 +44,7 @@ def _wire(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
             )
         elif not isinstance(v["finished"], bool):
             yield Violation(
-                "R2", f"'finished' must be a bool, got {v['finished']!r}", rid, op.key, op.begin
+                R2, f"'finished' must be a bool, got {v['finished']!r}", rid, op.key, op.begin
             )
 
 
@@ -58,7 +59,7 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
         if op.outcome == "error":
             if cid != expected:
                 yield Violation(
-                    "R9",
+                    R9,
                     f"a put tried chunk id {cid} where id {expected} was next (a put that "
                     "raised uses no id; the retry or the next chunk must reuse it)",
                     rid,
@@ -69,7 +70,7 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
         if cid != expected:
             what = "a gap" if cid > expected else "a repeat"
             yield Violation(
-                "R9",
+                R9,
                 f"expected the stream's next put at chunk id {expected}, but chunk id {cid} "
                 f"was put ({what})",
                 rid,
@@ -85,4 +86,4 @@ def _after_stop(rid: str, puts: list[ConnectorOp], stop_end: int | None) -> Iter
         return
     for op in puts:
         if op.begin > stop_end:
-            yield Violation("R18", "a put began after stop() had returned", rid, op.key, op.begin)
+            yield Violation(R18, "a put began after stop() had returned", rid, op.key, op.begin)

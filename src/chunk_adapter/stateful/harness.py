@@ -22,6 +22,7 @@ from ..connectors.gates import Gate
 from ..factory import AdapterFactory
 from ..model import ContractModel, ModelStopped
 from ..oracles import Violation, accepted
+from ..rules import R18, R19
 from .budget import Budget
 from .payloads import MUTATION, mutate
 from .settle import MARKER, SENTINEL, Settling, step
@@ -177,7 +178,7 @@ class Harness(Settling):
         if not returned:
             self._fail(
                 what,
-                [Violation("R18", f"stop() had not returned after {STOP_BOUND:g}s")],
+                [Violation(R18, f"stop() had not returned after {STOP_BOUND:g}s")],
             )
         if error is not None:
             raise error
@@ -273,6 +274,6 @@ class Harness(Settling):
             if expect_stop:
                 self._fail(
                     what,
-                    [Violation("R19", f"{what} after stop() raised {exc!r}, not RuntimeError")],
+                    [Violation(R19, f"{what} after stop() raised {exc!r}, not RuntimeError")],
                 )
             raise

@@ -27,6 +27,7 @@ from ..connectors.gates import Gate
 from ..history import ConnectorOp
 from ..model import ContractModel
 from ..oracles import ContractViolation, RecordedPipeline, Violation, accepted, check
+from ..rules import R11, R17, R23
 from .budget import Budget
 from .verdicts import count_violation, differs, sent_violation
 from .world import World
@@ -163,7 +164,7 @@ class Settling:
                 what,
                 [
                     Violation(
-                        "R23",
+                        R23,
                         f"a chunk saved after this step ({obj!r}) was not put within "
                         f"{self.timeout}s: the SAVE thread is stuck or lost it",
                         MARKER,
@@ -187,7 +188,7 @@ class Settling:
                 what,
                 [
                     Violation(
-                        "R17",
+                        R17,
                         f"the RECV thread did not complete an idle round over its polling "
                         f"queue within {self.timeout}s (the registered request {SENTINEL!r} "
                         "must be polled every round)",
@@ -211,7 +212,7 @@ class Settling:
             self.save_gate = gate
             if not gate.wait_started(self.timeout):
                 self._diagnose(what)
-                rule = "R11" if held.item.is_final else "R23"
+                rule = R11 if held.item.is_final else R23
                 self._fail(
                     what,
                     [
@@ -233,7 +234,7 @@ class Settling:
                     what,
                     [
                         Violation(
-                            "R23",
+                            R23,
                             f"the registration's get of {hg.key!r} never came "
                             f"(waited {self.timeout}s)",
                             hg.request_id,

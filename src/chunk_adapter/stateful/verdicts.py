@@ -12,6 +12,7 @@ from typing import Any
 
 from ..model import ContractModel
 from ..oracles import Violation
+from ..rules import R4, R6, R9, R10, R11, R13, R14, R15, R16, R23
 from .watch import Counts
 
 __all__ = ["count_violation", "differs", "is_prefix", "poll_violation", "sent_violation"]
@@ -50,23 +51,23 @@ def count_violation(diff: str | None, c: Counts, m: ContractModel, reached: bool
     missing_builds = sorted((m.builds - c.builds).elements())
     finals = {k for k, v in m.sent if v.get("finished") is True}
     parts = []
-    rule = "R23"
+    rule = R23
     if extra_puts:
         parts.append(f"unexpected puts {extra_puts}")
-        rule = "R6"
+        rule = R6
     if extra_builds:
         parts.append(f"unexpected builds for {extra_builds}")
-        rule = "R6"
+        rule = R6
     if extra_gets:
         parts.append(f"unexpected gets that returned a value: {extra_gets}")
-        rule = "R13"
+        rule = R13
     if c.failed_puts != m.failed_puts:
         parts.append(f"{c.failed_puts} failed puts, expected {m.failed_puts}")
-        rule = "R10" if rule == "R23" else rule
+        rule = R10 if rule == R23 else rule
     if missing_puts:
         parts.append(f"puts never made: {missing_puts}")
-        if any(k in finals for k in missing_puts) and rule == "R23":
-            rule = "R11"
+        if any(k in finals for k in missing_puts) and rule == R23:
+            rule = R11
     if missing_builds:
         parts.append(f"builds never made for {missing_builds}")
     if missing_gets:
@@ -95,15 +96,15 @@ def poll_violation(
         if e == g:
             continue
         if rid not in m.regs and g:
-            rule = "R16"
+            rule = R16
         elif len(g) > len(e):
-            rule = "R15"  # more than was committed since the last call: not swapped out
+            rule = R15  # more than was committed since the last call: not swapped out
         else:
-            rule = "R14"
+            rule = R14
         return Violation(
             rule, f"poll_ready should hand out {e!r} for this request, handed out {g!r}", rid
         )
-    return Violation("R14", f"poll_ready should return {expected!r}, returned {got!r}")
+    return Violation(R14, f"poll_ready should return {expected!r}, returned {got!r}")
 
 
 def sent_violation(
@@ -112,7 +113,7 @@ def sent_violation(
     """The first successful put that differs from the model's, if any."""
     for (ek, ev), (ak, av) in zip(expected, actual, strict=False):
         if (ek, ev) != (ak, av):
-            rule = "R9" if ek != ak else "R6" if ev.get("data") is None else "R4"
+            rule = R9 if ek != ak else R6 if ev.get("data") is None else R4
             return Violation(
                 rule,
                 f"expected the put {ek!r} <- {ev!r}, but the adapter put {ak!r} <- {av!r}",

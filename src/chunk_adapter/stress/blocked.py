@@ -28,6 +28,7 @@ import time
 from ..bed.crashes import thread_crashes
 from ..connectors import Gate
 from ..factory import AdapterFactory
+from ..rules import R3, R23
 from .report import DEFAULT_SEED, StressReport
 from .rig import Rig, Watchdog
 from .scheduler import SchedulerLoop
@@ -108,7 +109,7 @@ def blocked_work(
                     sched.save(rid, {"rid": rid, "n": 0}, False)
                     nonfinal_saves += 1
                     if not gate.wait_started(_SETUP):
-                        report.fail("R23", f"setup: the {kind} of {rid!r} never reached its gate")
+                        report.fail(R23, f"setup: the {kind} of {rid!r} never reached its gate")
                     if kind == "build":  # Example 3: queue more, the final, maybe cancel
                         for n in (1, 2, 3):
                             sched.save(rid, {"rid": rid, "n": n}, False)
@@ -137,7 +138,7 @@ def blocked_work(
                         blocked_calls += sched.timing.calls - mark
                         if dog is not None and dog.cancel():
                             report.fail(
-                                "R3",
+                                R3,
                                 f"while the {held[-1]!r} work was held, the scheduler did not get "
                                 f"through {calls_while_blocked} calls in {episode_limit}s: the "
                                 "watchdog had to open the gate (a call waited for held work)",
@@ -173,7 +174,7 @@ def blocked_work(
     if any(f.startswith("R3:") for f in report.failures) or (slow and slow[0][0] > 10 * call_bound):
         for elapsed, name, call_rid in slow[:10]:
             report.fail(
-                "R3",
+                R3,
                 f"{name}({call_rid!r}) took {elapsed * 1000:.1f} ms on the scheduler thread "
                 f"(bound {call_bound * 1000:.0f} ms; {len(slow)} calls over it; builds, puts "
                 "and gets were held at times)",

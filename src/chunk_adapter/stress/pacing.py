@@ -18,6 +18,7 @@ from ..bed.progress import Progress
 from ..bed.stack import Bed
 from ..connectors.recording import CountingConnector
 from ..factory import AdapterFactory
+from ..rules import R17, R23
 from .measure import measure_window
 from .report import DEFAULT_SEED, StressReport
 from .rig import Pipeline, make_adapter
@@ -83,7 +84,7 @@ def idle_polling(
             adapter.load_async(name)
         if not watch.wait_for(lambda: counting.gets >= idle_requests, _SETTLE):
             report.fail(
-                "R23",
+                R23,
                 f"only {counting.gets} gets in {_SETTLE}s after registering "
                 f"{idle_requests} requests: registered requests are not polled",
             )
@@ -100,23 +101,23 @@ def idle_polling(
         limit = rate_factor / IDLE_PAUSE
         if per_request > limit:
             report.fail(
-                "R17",
+                R17,
                 f"{per_request:.0f} gets/s per idle request with {idle_requests} idle requests "
                 f"(bound {limit:.0f}/s = {rate_factor} per the contract's {IDLE_PAUSE * 1000:g} "
                 "ms idle pause): busy polling",
             )
         if window.cpu_per_second > max_cpu_per_second:
             report.fail(
-                "R17",
+                R17,
                 f"background threads used {window.cpu_per_second:.3f} CPU s/s with "
                 f"{idle_requests} idle requests (bound {max_cpu_per_second}): busy loop",
             )
     else:
         if window.gets:
-            report.fail("R17", f"{window.gets} gets in {seconds}s with no request registered")
+            report.fail(R17, f"{window.gets} gets in {seconds}s with no request registered")
         if window.cpu_per_second > max_cpu_per_second / 10:
             report.fail(
-                "R17",
+                R17,
                 f"an adapter with no requests used {window.cpu_per_second:.3f} CPU s/s "
                 f"(bound {max_cpu_per_second / 10}): not idle",
             )
@@ -198,7 +199,7 @@ def _head_of_line(
 
             if not watch.wait_for(delivered, bound):
                 report.fail(
-                    "R17",
+                    R17,
                     f"request {hot!r} with all {chunks} chunks put was not delivered within "
                     f"{bound}s while {idle_requests} other registered requests had no data "
                     f"(got {len(received.get(hot, []))} chunks): head-of-line blocking",

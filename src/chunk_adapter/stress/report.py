@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import InvalidValue
 from ..factory import REFERENCE
 from ..outcome import RULES
+from ..rules import R3, R18, R22, R23
 
 __all__ = [
     "DEFAULT_SEED",
@@ -66,7 +67,7 @@ SYMPTOM = 3
 """Rank of what the scenario saw at the end (streams that never completed)."""
 NOTE = 4
 """Rank of a ``stats()`` counter that disagrees with the recording (not the contract)."""
-_ROOT_RULES = ("R3", "R18", "R22", "error")
+_ROOT_RULES = (R3, R18, R22, "error")
 
 
 @dataclass
@@ -130,7 +131,7 @@ class StressReport:
                 ROOT
                 if rule in _ROOT_RULES
                 else SYMPTOM
-                if rule == "R23"
+                if rule == R23
                 else NOTE
                 if rule == "stats"
                 else ORACLE

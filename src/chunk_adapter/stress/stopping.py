@@ -31,6 +31,7 @@ from collections.abc import Callable
 from ..bed.waiting import shown_stop_bound
 from ..connectors import FaultRule
 from ..factory import AdapterFactory
+from ..rules import R3, R18, R23
 from .report import DEFAULT_SEED, StressReport
 from .rig import STAGE, Rig, Watchdog, setting
 from .scheduler import SchedulerLoop, StopOutcome, timed_stop
@@ -106,18 +107,18 @@ def prompt_stop(
             reached = _reach(state, rig, sched, rng, requests, key)
             if dog.cancel():
                 report.fail(
-                    "R3",
+                    R3,
                     f"setting up state {state!r}: a scheduler call waited for held work until "
                     f"the watchdog opened the gates after {_SETUP}s",
                 )
             if not reached:
-                report.fail("R23", f"setup: the adapter never reached state {state!r} in {_SETUP}s")
+                report.fail(R23, f"setup: the adapter never reached state {state!r} in {_SETUP}s")
             first = _stop_each(report, sched, bound, "stop()")
             alive = rig.new_threads()
             allowed = 1 if blocked else 0
             if first and (len(alive) > allowed or any(not t.daemon for t in alive)):
                 report.fail(
-                    "R18",
+                    R18,
                     f"after stop() in state {state!r}, threads still alive: "
                     f"{[(t.name, 'daemon' if t.daemon else 'NOT daemon') for t in alive]}; "
                     f"at most {allowed} (the one blocked at the gate, a daemon) may be",
@@ -130,7 +131,7 @@ def prompt_stop(
         leftover = _join_all(rig.new_threads(), _EXIT)
         if leftover:
             report.fail(
-                "R18",
+                R18,
                 f"threads {leftover} still alive {_EXIT}s after every gate was opened, "
                 f"following stop() in state {state!r}",
             )

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..factory import AdapterFactory
+from ..rules import R3, R6, R7, R8, R9, R10, R11, R13, R14, R17, R18, R22
 from .blocked import blocked_work
 from .pacing import head_of_line, idle_polling
 from .report import StressReport
@@ -62,31 +63,31 @@ def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, .
     runs: list[tuple[str, tuple[str, ...], Scenario]] = [
         (
             "put failures 30%",
-            ("R9", "R10", "R11", "R14", "R22"),
+            (R9, R10, R11, R14, R22),
             Scenario(put_faults, {**streams, "requests": 200, "put_rate": 0.3}, 4.0),
         ),
         (
             "get failures 30%",
-            ("R13", "R14", "R22"),
+            (R13, R14, R22),
             Scenario(get_faults, {**streams, "requests": 200, "get_rate": 0.3}, 2.0),
         ),
         (
             "build failures 20%",
-            ("R7", "R8", "R11", "R22"),
+            (R7, R8, R11, R22),
             Scenario(build_faults, {**streams, "requests": 200}, 2.0),
         ),
-        ("blocked work", ("R3", "R6", "R9", "R11"), Scenario(blocked_work, streams, 2.0)),
+        ("blocked work", (R3, R6, R9, R11), Scenario(blocked_work, streams, 2.0)),
     ]
     states = ("idle", "build_blocked") if quick else STATES
     runs += [
-        (f"stop: {state}", ("R18",), Scenario(prompt_stop, {"seed": seed, "state": state}, 2.0))
+        (f"stop: {state}", (R18,), Scenario(prompt_stop, {"seed": seed, "state": state}, 2.0))
         for state in states
     ]
     runs += [
-        ("head-of-line", ("R17",), Scenario(head_of_line, {"seed": seed}, 1.5)),
+        ("head-of-line", (R17,), Scenario(head_of_line, {"seed": seed}, 1.5)),
         (
             "idle polling",
-            ("R17",),
+            (R17,),
             Scenario(idle_polling, {"seed": seed, "idle_requests": 10}, 2.5),
         ),
     ]
@@ -94,7 +95,7 @@ def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, .
         runs += [
             (
                 "put failures, shaken",
-                ("R9", "R10", "R11", "R22"),
+                (R9, R10, R11, R22),
                 Scenario(
                     put_faults,
                     {**streams, "requests": 60, "switch_interval_s": TINY_SWITCH_INTERVAL},
@@ -103,12 +104,12 @@ def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, .
             ),
             (
                 "idle adapter",
-                ("R17",),
+                (R17,),
                 Scenario(idle_polling, {"seed": seed, "idle_requests": 0}, 2.5),
             ),
             (
                 "put failures, loopback",
-                ("R9", "R10", "R11", "R14", "R22"),
+                (R9, R10, R11, R14, R22),
                 Scenario(
                     put_faults,
                     {

@@ -18,6 +18,7 @@ from ..bed.crashes import Crash
 from ..bed.waiting import FREE_STOP_BOUND, UNKNOWN_JOIN_STOP_BOUND, blocked_stop_bound
 from ..history import History
 from ..oracles import check
+from ..rules import R18, R22, R23
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
 from .rig import HELPER_PREFIX, Rig
@@ -83,14 +84,14 @@ def judge_stop(
 ) -> None:
     """``stop()`` returned, without raising, within *bound* seconds (R18)."""
     if not outcome.returned:
-        report.fail("R18", f"{what} had not returned after waiting for it well past {bound:.3f}s")
+        report.fail(R18, f"{what} had not returned after waiting for it well past {bound:.3f}s")
         return
     assert outcome.elapsed is not None
     report.measure(what.replace("()", "").replace(" ", "_") + "_seconds", outcome.elapsed)
     if outcome.error is not None:
-        report.fail("R18", f"{what} raised {outcome.error!r}; it must return quietly")
+        report.fail(R18, f"{what} raised {outcome.error!r}; it must return quietly")
     if outcome.elapsed > bound:
-        report.fail("R18", f"{what} took {outcome.elapsed:.3f}s; the bound is {bound:.3f}s")
+        report.fail(R18, f"{what} took {outcome.elapsed:.3f}s; the bound is {bound:.3f}s")
 
 
 def judge_thread_crashes(report: StressReport, crashes: list[Crash]) -> None:
@@ -105,7 +106,7 @@ def judge_thread_crashes(report: StressReport, crashes: list[Crash]) -> None:
     dead = [(name, exc) for name, exc in list(crashes) if not name.startswith(HELPER_PREFIX)]
     if dead:
         report.fail(
-            "R22",
+            R22,
             f"background thread(s) {[name for name, _ in dead]} died while the adapter was "
             f"running, of {dead[0][1]!r}"
             + (f" and {len(dead) - 1} more" if len(dead) > 1 else "")
@@ -152,7 +153,7 @@ def judge_delivery(
     missing = sorted(expected - sched.finished)
     if progress == "stalled":
         report.fail(
-            "R23",
+            R23,
             f"{len(missing)} of {len(expected)} streams had no final handed out{when}, and "
             f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not put, "
             "or not received)",

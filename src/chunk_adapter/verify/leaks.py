@@ -47,6 +47,7 @@ from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
 from ..oracles.violations import ContractViolation
+from ..rules import R23, R24
 
 __all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "WINDOW", "Undecided", "probe_bounded_state"]
 
@@ -105,7 +106,7 @@ class _Pipeline:
             )
 
         streams = len(finals) + len(firsts)
-        wait_until(arrived, ARRIVE, f"the chunks of {streams} streams", rules=("R23",))
+        wait_until(arrived, ARRIVE, f"the chunks of {streams} streams", rules=(R23,))
 
     def batch(self, size: int) -> None:
         """*size* request ids, each through one of the four shapes (module doc)."""
@@ -139,7 +140,7 @@ class _Pipeline:
             lambda: self.conn.put_count >= self.puts,
             ARRIVE,
             f"{self.puts} puts in all",
-            rules=("R23",),
+            rules=(R23,),
         )
         for rid in aborted:  # nobody receives these finals any more: take them out
             self.conn.get(f"{rid}_0_1")
@@ -247,7 +248,7 @@ def probe_bounded_state(factory: Factory) -> None:
             f"(R24 allows {RECORD})"
         )
     raise ContractViolation.of(
-        "R24",
+        R24,
         f"the adapter keeps state per finished request: {first}; confirmed by "
         f"{CONFIRM} more ids: {second}. Drop a request's state when its final is put "
         "(sender) and in cleanup_receiver (receiver)",

@@ -24,6 +24,7 @@ from ..factory import AdapterFactory, calibration_reference
 from ..history import BuildCall
 from ..oracles.violations import ContractViolation, rules_in_order
 from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, suite_error
+from ..rules import R3, R7, R12, R16, R17, R18, R19, R21, R23, R24
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_pacing import probe_prompt_handoff
@@ -67,16 +68,14 @@ def probe_bad_input(factory: AdapterFactory) -> None:
                 call_bounded(call, CALL, text)
             except expected:
                 continue
-            raise ContractViolation.of(
-                "R21", f"{text} did not raise {expected.__name__} at the call"
-            )
+            raise ContractViolation.of(R21, f"{text} did not raise {expected.__name__} at the call")
         call_bounded(
             lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)"
         )
         wait_until(lambda: bool(conn.puts), ARRIVE, "the put of b's good final")
         if conn.puts[0] != "b_0_0":
             raise ContractViolation.of(
-                "R21",
+                R21,
                 f"after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
                 "a rejected save_async queued something",
             )
@@ -105,16 +104,16 @@ def probe_stop(factory: AdapterFactory) -> None:
             call_bounded(call, CALL, f"{text} after stop()")
         except RuntimeError:
             continue
-        raise ContractViolation.of("R19", f"{text} after stop() did not raise RuntimeError")
+        raise ContractViolation.of(R19, f"{text} after stop() did not raise RuntimeError")
     ready: dict[str, Any] = {}
     wait_until(  # the get returned before stop; its commit may lag a moment
         lambda: bool(ready.update(call_bounded(rcv.poll_ready, CALL, "poll_ready()")) or ready),
         CALL,
         "poll_ready after stop() handing out the chunk received before it",
-        rules=("R19",),
+        rules=(R19,),
     )
     if ready != {"s": [{"data": "x", "finished": True}]}:
-        raise ContractViolation.of("R19", f"poll_ready gave {ready}")
+        raise ContractViolation.of(R19, f"poll_ready gave {ready}")
     call_bounded(lambda: rcv.cleanup_receiver("s"), CALL, "cleanup_receiver after stop()")
 
 
@@ -130,7 +129,7 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
         gate = gated.hold_get("c_0_0")
         call_bounded(lambda: rcv.load_async("c"), CALL, "load_async('c')")
         if not gate.wait_started(ARRIVE):
-            raise ContractViolation.of("R23", "the receiver never asked for c_0_0")
+            raise ContractViolation.of(R23, "the receiver never asked for c_0_0")
         call_bounded(lambda: rcv.cleanup_receiver("c"), CALL, "cleanup_receiver('c')")
         gate.release()
         wait_until(lambda: _got_ok_get(conn, "c_0_0"), ARRIVE, "the held get returning")
@@ -147,7 +146,7 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
         wait_until(lambda: arrived("d"), ARRIVE, "the chunk of 'd'")
         if "c" in seen:
             raise ContractViolation.of(
-                "R16",
+                R16,
                 f"poll_ready handed out {seen['c']} for 'c' after cleanup_receiver('c') "
                 "returned (its get was in flight during the cleanup)",
             )
@@ -155,7 +154,7 @@ def probe_cleanup_fence(factory: AdapterFactory) -> None:
         wait_until(lambda: arrived("c"), ARRIVE, "c_0_0 for the new registration")
         if seen["c"] != [{"data": "old", "finished": False}]:
             raise ContractViolation.of(
-                "R16", f"a new registration of 'c' got {seen['c']}, expected chunk 0 once"
+                R16, f"a new registration of 'c' got {seen['c']}, expected chunk 0 once"
             )
 
 
@@ -169,7 +168,7 @@ def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     try:
         call_bounded(lambda: snd.save_async("x", 1, True), CALL, "save_async('x', 1, True)")
         if not gate.wait_started(ARRIVE):
-            raise ContractViolation.of("R23", "the build of 'x' never started")
+            raise ContractViolation.of(R23, "the build of 'x' never started")
         call_bounded(
             snd.stop, STOP_BLOCKED, "stop() while a build is blocked forever", rules=STOP_RULES
         )
@@ -178,18 +177,18 @@ def probe_stop_blocked_build(factory: AdapterFactory) -> None:
     wait_until(lambda: bool(conn.history.records(BuildCall)), CALL, "the released build returning")
     # A put would follow the build within microseconds; give it half a second to show.
     if not holds_for(lambda: not conn.puts, 0.5):
-        raise ContractViolation.of("R18", f"{conn.puts} put after stop() returned")
+        raise ContractViolation.of(R18, f"{conn.puts} put after stop() returned")
 
 
 PROBES: tuple[tuple[str, tuple[str, ...], Probe], ...] = (
-    ("bad input", ("R21",), probe_bad_input),
-    ("stop and after", ("R18", "R19"), probe_stop),
-    ("cleanup fence", ("R16", "R12"), probe_cleanup_fence),
-    ("stop with a blocked build", ("R18",), probe_stop_blocked_build),
-    ("independent builds", ("R7", "R17"), probe_independent_builds),
-    ("prompt hand-off", ("R17",), probe_prompt_handoff),
-    ("quiet polling", ("R17",), probe_quiet_polling),
-    ("bounded state", ("R24",), probe_bounded_state),
+    ("bad input", (R21,), probe_bad_input),
+    ("stop and after", (R18, R19), probe_stop),
+    ("cleanup fence", (R16, R12), probe_cleanup_fence),
+    ("stop with a blocked build", (R18,), probe_stop_blocked_build),
+    ("independent builds", (R7, R17), probe_independent_builds),
+    ("prompt hand-off", (R17,), probe_prompt_handoff),
+    ("quiet polling", (R17,), probe_quiet_polling),
+    ("bounded state", (R24,), probe_bounded_state),
 )
 """The probes in the order they run: cheapest first. The bounded-state probe runs
 thousands of request ids through the adapter; it goes last, because on a receiver that
@@ -218,7 +217,7 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     if isinstance(exc, SlowFactory):
         return "inconclusive", f"{exc}: too slow to check here, not a violation", ()
     if isinstance(exc, Hang):
-        return "fail", str(exc), exc.rules or (("R3",) if exc.call else ("R23",))
+        return "fail", str(exc), exc.rules or ((R3,) if exc.call else (R23,))
     if isinstance(exc, ContractViolation):
         return "fail", str(exc), tuple(rules_in_order(exc.violations, also=True)) or rules
     if isinstance(exc, AssertionError):

@@ -30,6 +30,7 @@ from ..bed.waiting import call_bounded, stopping, wait_until
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory
 from ..oracles.violations import ContractViolation
+from ..rules import R14, R17
 
 __all__ = ["HOPS", "HOP_BOUND", "handoff_times", "probe_prompt_handoff"]
 
@@ -68,7 +69,7 @@ def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) ->
             expected = [{"data": i, "finished": final}]
             if got != expected:
                 raise ContractViolation.of(
-                    "R14", f"poll_ready handed out {got} for 'h', expected {expected}"
+                    R14, f"poll_ready handed out {got} for 'h', expected {expected}"
                 )
     return times[1:]
 
@@ -79,7 +80,7 @@ def _probe_handoff(factory: AdapterFactory, notify: bool) -> None:
     kind = "a notifying" if notify else "a polling"
     if fastest >= HOP_BOUND:
         raise ContractViolation.of(
-            "R17",
+            R17,
             f"over {kind} connector, the fastest of {len(times)} chunks sent one at a time "
             f"took {fastest:.3f} s from save_async to poll_ready (all: "
             f"{', '.join(f'{t:.3f}' for t in times)}; bound {HOP_BOUND} s): the receiver "

@@ -45,6 +45,7 @@ from ..connectors.recording import CountingConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory, AdapterLike
 from ..oracles.violations import ContractViolation
+from ..rules import R7, R17, R23
 from .leaks import Undecided
 
 __all__ = [
@@ -118,7 +119,7 @@ def _held_and_free(
 ) -> float:
     call_bounded(lambda: a.save_async("slow", 1, True), CALL, "save_async('slow', 1, True)")
     if not gate.wait_started(ARRIVE):
-        raise ContractViolation.of("R23", "the build of 'slow' never started")
+        raise ContractViolation.of(R23, "the build of 'slow' never started")
     start = time.monotonic()
     call_bounded(lambda: b.save_async("free", 2, True), CALL, "save_async('free', 2, True)")
     try:
@@ -131,13 +132,13 @@ def _held_and_free(
             lambda: "free_2_0" in conn.puts,
             ARRIVE,
             "the put of free_2_0 (after the other adapter's build was released)",
-            rules=("R23",),
+            rules=(R23,),
         )
         after = time.monotonic() - released
         waited = f"{released - start:.1f} s"
         if built:
             raise ContractViolation.of(
-                "R17",
+                R17,
                 f"adapter B (stage 2, made by the same factory as A) built the final of "
                 f"'free' but did not put free_2_0 while adapter A's build_payload of 'slow' was "
                 f"held ({waited}, bound {bound:g} s); it put it {after * 1000:.0f} ms after A's "
@@ -145,18 +146,18 @@ def _held_and_free(
                 "(R17: no request waits behind another)",
             ) from None
         raise ContractViolation.of(
-            "R7",
+            R7,
             f"while adapter A's build_payload of 'slow' was held, adapter B (stage 2, made "
             f"by the same factory) did not even call build_payload for 'free' ({waited}, bound "
             f"{bound:g} s); it built and put free_2_0 {after * 1000:.0f} ms after A's build "
             "was released: build_payload runs under a lock (or on a worker) shared between "
             "adapters, so a slow build in one stage stalls every other (R7: build_payload is "
             "called outside every lock; R17: no request waits behind another)",
-            also=("R17",),
+            also=(R17,),
         ) from None
     took = time.monotonic() - start
     gate.release()
-    wait_until(lambda: "slow_0_0" in conn.puts, ARRIVE, "the put of slow_0_0", rules=("R23",))
+    wait_until(lambda: "slow_0_0" in conn.puts, ARRIVE, "the put of slow_0_0", rules=(R23,))
     return took
 
 
@@ -183,7 +184,7 @@ def quiet_rates(
                 lambda: conn.gets >= requests,
                 ARRIVE,
                 f"{requests} gets for the {requests} registered requests",
-                rules=("R23",),
+                rules=(R23,),
             )
             try:
                 wait_until(lambda: ref_conn.gets >= requests, ARRIVE, "the reference's gets")
@@ -228,7 +229,7 @@ def judge_quiet_rates(rate: float, reference: float, *, quiet: float = QUIET) ->
             "rate, so not decided (not a violation)"
         )
     raise ContractViolation.of(
-        "R17",
+        R17,
         f"{figures} (bounds: under {FLOOR:.0f}/s and under {FRACTION:g} of the "
         "reference): the receiver's pause grows while nothing arrives, so a chunk put after "
         "a quiet spell waits for the next poll (R17: with requests but no progress in a "

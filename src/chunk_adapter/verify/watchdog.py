@@ -22,16 +22,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..factory import AdapterFactory
+from ..rules import R3, R18
 
 __all__ = ["CALL_BOUNDS", "CallWatch", "Stuck", "WatchedAdapter"]
 
 CALL_BOUNDS: dict[str, tuple[float, str]] = {
-    "save_async": (10.0, "R3"),
-    "cancel_sender": (10.0, "R3"),
-    "load_async": (10.0, "R3"),
-    "poll_ready": (10.0, "R3"),
-    "cleanup_receiver": (10.0, "R3"),
-    "stop": (20.0, "R18"),
+    "save_async": (10.0, R3),
+    "cancel_sender": (10.0, R3),
+    "load_async": (10.0, R3),
+    "poll_ready": (10.0, R3),
+    "cleanup_receiver": (10.0, R3),
+    "stop": (20.0, R18),
 }
 """Per call: seconds before a call in flight is stuck, and the rule it then breaks."""
 
@@ -48,7 +49,7 @@ class Stuck:
     def describe(self) -> str:
         why = (
             "stop() must return within its join timeout even with work blocked"
-            if self.rule == "R18"
+            if self.rule == R18
             else "a scheduler call must never block on the connector, a build or a lock "
             "held across slow work"
         )
