@@ -289,3 +289,15 @@ def test_an_entry_set_aside_by_the_judge_is_not_stale(tmp_path: Path) -> None:
     text = text_of(report)
     assert "set aside by the judge" in text and "STALE" not in text
     assert "2 known root cause(s)" in text
+
+
+def test_rewriting_keeps_what_was_set_aside_and_drops_what_was_not_seen(tmp_path: Path) -> None:
+    path = str(tmp_path / "baseline.toml")
+    previous = write_baseline(run(stale_commit(0, "a"), no_swap("b")), path, None)
+    r16 = previous.entries[0].signature
+    again = run(no_swap("c"), id_skipped(2), baseline=previous)
+    again.accepted_seen = {r16: 2}  # the judge still met the stale commit, and set it aside
+    rules = [e.rule for e in write_baseline(again, path, previous).entries]
+    assert rules == ["R15", "R9", "R16"]  # gathered: what this run found, then what it set aside
+    fixed = run(no_swap("d"), baseline=load_baseline(path))
+    assert [e.rule for e in write_baseline(fixed, path, load_baseline(path)).entries] == ["R15"]

@@ -175,9 +175,9 @@ def _no_get_past_final(
             if reloads:  # the registration was fine until a load_async started it over
                 yield Violation(
                     R12,
-                    f"load_async of the registered request made it poll again: {gets[i].key!r} "
-                    f"was fetched after the get of {g.key!r} returned the final chunk (a "
-                    "load_async while registered must change nothing)",
+                    "load_async of the registered request started its registration over: "
+                    f"{gets[i].key!r} was fetched after the get of {g.key!r} returned the final "
+                    "chunk (a load_async while registered must change nothing)",
                     rid,
                     gets[i].key,
                     reloads[0].begin,

@@ -230,12 +230,18 @@ def load_baseline(path: str) -> Baseline:
 
 
 def baseline_text(
-    adapter: str, groups: Sequence[Group], previous: Baseline | None, name: str
+    adapter: str,
+    groups: Sequence[Group],
+    previous: Baseline | None,
+    name: str,
+    seen: Mapping[str, int] | None = None,
 ) -> str:
     """The baseline file accepting every root cause in *groups*, as TOML.
 
-    The reasons of *previous* (the file being rewritten) are kept for the root causes
-    it already named, and its waivers (with ``--accept``'s) are written as they are.
+    The entries of *previous* (the file being rewritten) that *seen* (signature ->
+    histories the workers' judge set aside) shows still there are kept, and every
+    reason *previous* gives is kept; its waivers (with ``--accept``'s) are written as
+    they are. An entry neither found nor set aside is dropped: stale.
     """
     reasons = {e.signature: e.reason for e in previous.entries} if previous else {}
     accepted = []
@@ -252,6 +258,16 @@ def baseline_text(
             "seen_by": list(group.checks),
             "example": " ".join(group.evidence.split())[:300],
         })  # fmt: skip
+    for entry in previous.entries if previous else ():
+        if entry.signature not in written and (seen or {}).get(entry.signature):
+            written.add(entry.signature)
+            accepted.append({
+                "rule": entry.rule,
+                "cause": entry.cause,
+                "reason": entry.reason,
+                "seen_by": list(entry.seen_by),
+                "example": entry.example,
+            })  # fmt: skip
     data: dict[str, Any] = {"version": VERSION, "adapter": adapter, "accepted": accepted}
     if previous and previous.waivers:
         data["waiver"] = [{"rule": w.rule, "reason": w.reason} for w in previous.waivers]
@@ -260,10 +276,14 @@ def baseline_text(
 
 def write_baseline(report: VerifyReport, path: str, previous: Baseline | None) -> Baseline:
     """Write *report*'s root causes to *path* (:func:`baseline_text`) and return the
-    baseline the file now holds: every root cause the waivers do not already accept."""
+    baseline the file now holds: every root cause the run saw (found, or set aside as
+    *previous* accepts it) that the waivers do not already accept. So rewriting a file
+    with other seeds gathers the causes one defect shows through, and drops the fixed."""
     waivers = list(previous.waivers) if previous else []
     waived = {w.rule for w in waivers}
     groups = [g for g in report.groups if g.rule not in waived]
-    text = baseline_text(report.adapter_spec, groups, previous, Path(path).name)
+    text = baseline_text(
+        report.adapter_spec, groups, previous, Path(path).name, report.accepted_seen
+    )
     Path(path).write_text(text, encoding="utf-8")
     return load_baseline(path)
