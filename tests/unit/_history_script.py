@@ -150,10 +150,11 @@ do = _Steps()
 @dataclass(frozen=True)
 class Expect:
     """What the oracles must say of the history so far: nothing (``rule`` None), *rule*
-    among what they say, or (``alone``) *rule* and nothing else."""
+    among what they say, (``alone``) *rule* and nothing else, or (``root``) *rule* first."""
 
     rule: str | None
     alone: bool = False
+    root: bool = False
     options: dict[str, Any] = field(default_factory=dict)  # quiescent=, put_tries=
 
     def check(self, script: Script) -> None:
@@ -162,6 +163,10 @@ class Expect:
             assert said == [], f"expected no finding ({self.options}), got {said}"
         elif self.alone:
             assert said == [self.rule], f"expected just {self.rule} ({self.options}), got {said}"
+        elif self.root:
+            assert said[:1] == [self.rule], (
+                f"expected {self.rule} first ({self.options}), got {said}"
+            )
         else:
             assert self.rule in said, f"expected {self.rule} ({self.options}), got {said}"
 
@@ -176,6 +181,11 @@ def fires(rule: str, **options: Any) -> Expect:
 
 def only(rule: str, **options: Any) -> Expect:
     return Expect(rule, alone=True, options=options)
+
+
+def first(rule: str, **options: Any) -> Expect:
+    """*rule* is the root cause: the first of what the oracles say (others may follow)."""
+    return Expect(rule, root=True, options=options)
 
 
 Phase = tuple[Sequence[Step], Expect]

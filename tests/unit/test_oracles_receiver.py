@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit._history_script import c, case, do, fires, only, play, quiet
+from tests.unit._history_script import c, case, do, fires, first, only, play, quiet
 
 NO_TRIES = {"put_tries": None}  # the receiver's rules only: no put-retry accounting
 
@@ -82,6 +82,13 @@ CASES = [
           do.get("x_1_0"), do.load("r"), do.get("r_1_0", c("a")), do.poll({"r": [c("a")]}),
           do.poll({"r": [c("a")]})],
          only("R16", **NO_TRIES)),
+    case(("R16", "R13"), "a-stale-commit-is-the-root-of-the-gets-past-the-final-it-caused",
+         # the old registration's chunk 0 was committed to the new one past the fence, which
+         # then got chunk 1 (the final) and went on past it before the poll showed chunk 0
+         [do.load("r"), do.put("r_1_0", "a"), do.put("r_1_1", "end"), do.get("r_1_0", c("a")),
+          do.cleanup("r"), do.load("r"), do.get("r_1_1", c("end", True)), do.get("r_1_2"),
+          do.poll({"r": [c("a"), c("end", True)]})],
+         first("R16", **NO_TRIES)),
     case(("R12", "R14"), "fires-when-a-second-load-async-starts-the-registration-over",
          # chunk 0 got, then a load_async while registered; the chain began again at 0
          # and the chunk got is lost

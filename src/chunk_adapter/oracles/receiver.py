@@ -269,6 +269,13 @@ class _Chain:
         load = self.reg.load.begin
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
         crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
+        last = self.earlier[-1].cleanup if self.earlier else None
+        fence = last.begin if last is not None else load  # the cleanup it crossed
+        # A stale commit breaks the fence when it happens: after its get ended and the
+        # fence began, before the poll that shows it (what it caused in between, such as
+        # gets past a final it made the registration skip to, comes after the root).
+        crossed_at = min((max(g.end, fence) for g in same if g.begin < load), default=at)
+        stale_at = min(at, crossed_at)
         if any(value == b for b in before):
             for got in same:
                 parsed = split_key(got.key)
@@ -277,8 +284,6 @@ class _Chain:
                     if restart is not None:  # a second chain fetched it again
                         return restart
             handed_before = any(d.value == value for r in self.earlier for d in r.deliveries)
-            last = self.earlier[-1].cleanup if self.earlier else None
-            fence = last.begin if last is not None else load  # the cleanup it crossed
             if not handed_before and any(
                 g.begin < load and not self.moved_on(g, fence) for g in same
             ):
@@ -293,7 +298,7 @@ class _Chain:
                     "and a cleaned-up registration's get of it, never handed out there, "
                     "crossed the commit fence",
                     self.rid,
-                    at=at,
+                    at=stale_at,
                     also=(R15,),
                 )
             return Violation(
@@ -311,7 +316,7 @@ class _Chain:
                 "registration's load_async: a value of a cleaned-up registration crossed the "
                 "commit fence",
                 self.rid,
-                at=at,
+                at=stale_at,
             )
         if same:
             return Violation(
