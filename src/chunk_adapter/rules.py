@@ -16,27 +16,34 @@ from __future__ import annotations
 
 from .errors import InvalidValue
 
-__all__ = ["ALL", "VERIFIED", "Rule", "rule"]
+__all__ = ["ALL", "ORACLE", "VERIFIED", "Rule", "rule"]
 
 
 class Rule(str):
     """A contract rule: ``"R16"``, with its ``number``, ``name`` and ``section``.
 
     ``verified``: checked by ``chunk-adapter verify`` (R1–R24); the others bind the
-    reference adapter only (its own tests check them).
+    reference adapter only (its own tests check them). ``oracle``: judged from a
+    recorded history by :mod:`chunk_adapter.oracles` (so by every driver that records
+    one, and the ``simulate`` stage); the others need a probe of their own (bad input
+    at the call, memory retained).
     """
 
     number: int
     name: str  # "`cleanup_receiver` is a commit fence"
     section: str
     verified: bool
+    oracle: bool
 
-    def __new__(cls, number: int, name: str, section: str, *, verified: bool = True) -> Rule:
+    def __new__(
+        cls, number: int, name: str, section: str, *, verified: bool = True, oracle: bool = True
+    ) -> Rule:
         self = super().__new__(cls, f"R{number}")
         self.number = number
         self.name = name
         self.section = section
         self.verified = verified
+        self.oracle = oracle and verified
         return self
 
     def __reduce__(self) -> tuple[object, ...]:  # pickled (a worker's result) as itself
@@ -70,10 +77,10 @@ R17 = Rule(17, "Pacing", "The receiver")
 R18 = Rule(18, "Prompt `stop()`", "Stopping")
 R19 = Rule(19, "After `stop()`", "Stopping")
 R20 = Rule(20, "Every wait re-checks", "Stopping")
-R21 = Rule(21, "Bad input fails at the call", "Bad input and faults")
+R21 = Rule(21, "Bad input fails at the call", "Bad input and faults", oracle=False)
 R22 = Rule(22, "Faults never kill a thread", "Bad input and faults")
 R23 = Rule(23, "Liveness", "Bad input and faults")
-R24 = Rule(24, "Bounded state", RELIABILITY)
+R24 = Rule(24, "Bounded state", RELIABILITY, oracle=False)
 R25 = Rule(25, "Permanent put errors fail at once", RELIABILITY, verified=False)
 R26 = Rule(26, "Draining and abandoning", RELIABILITY, verified=False)
 R27 = Rule(27, "Cancel marks of closed streams (a decision)", RELIABILITY, verified=False)
@@ -114,6 +121,8 @@ ALL: tuple[Rule, ...] = (
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)
 """The rules ``chunk-adapter verify`` checks (R1–R24)."""
+ORACLE: tuple[Rule, ...] = tuple(r for r in ALL if r.oracle)
+"""The rules the oracles judge from a recorded history (all verified but R21 and R24)."""
 _BY_NAME = {str(r): r for r in ALL}
 
 

@@ -53,3 +53,10 @@ def test_a_rule_is_found_by_name_or_number_and_a_bad_one_is_named() -> None:
     assert rule("r16") is rule(16) is rule(" R16 ") is R16
     with pytest.raises(InvalidValue, match=r"'R30' is not a contract rule; the rules are R1..R29"):
         rule("R30")
+
+
+def test_the_oracle_rules_are_what_the_simulate_stage_plans() -> None:
+    from chunk_adapter.explore.sim_stage import RULES as SIMULATED
+    from chunk_adapter.rules import ORACLE, R21, R24
+
+    assert SIMULATED == ORACLE == tuple(r for r in VERIFIED if r not in (R21, R24))
