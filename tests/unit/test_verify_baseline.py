@@ -301,3 +301,24 @@ def test_rewriting_keeps_what_was_set_aside_and_drops_what_was_not_seen(tmp_path
     assert rules == ["R15", "R9", "R16"]  # gathered: what this run found, then what it set aside
     fixed = run(no_swap("d"), baseline=load_baseline(path))
     assert [e.rule for e in write_baseline(fixed, path, load_baseline(path)).entries] == ["R15"]
+
+
+def test_a_finding_naming_several_violations_is_accepted_by_any_of_them(tmp_path: Path) -> None:
+    """A worked example reports every violation it saw, in the order it checked them; on
+    another seed another comes first. An entry for any of them accepts the finding."""
+
+    def example_2(first: str, second: str) -> CheckResult:
+        parts = {
+            "R4": "R4: 'v' received [['a', 'b']], expected the snapshots ['a'] then ['a', 'b']",
+            "R15": "R15: q's chunks came as {'q': [1, 2]}, expected [1, 2]",
+        }
+        return CheckResult("examples", "example 2", (first, second), "fail",
+                           f"{parts[first]}; {parts[second]}")  # fmt: skip
+
+    baseline = written(tmp_path, example_2("R15", "R4"))
+    assert [e.rule for e in baseline.entries] == ["R15"]
+    report = run(example_2("R4", "R15"), baseline=baseline)
+    judgement = report.judgement
+    assert judgement is not None and report.exit_code == 0 and judgement.stale == []
+    assert [(g.rule, by.rule) for g, by in judgement.accepted] == [("R4", "R15")]
+    assert run(example_2("R4", "R15"), id_skipped(1), baseline=baseline).exit_code == 1

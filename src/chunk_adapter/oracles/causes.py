@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cause_of", "signature"]
+__all__ = ["cause_of", "causes_of", "signature"]
 
 _KIND = re.compile(r"^\s*\[[a-z_-]+\]\s*")  # the explorer's "[violation] "
 _RULE = re.compile(r"^\s*R\d{1,2}\s*:\s*")  # "R16: "
@@ -49,6 +49,21 @@ def cause_of(evidence: str) -> str:
     head = _RUNS.sub("…", _SPACE.sub(" ", head).strip(" .;"))
     head = _QUALIFIER.sub("", _TRAILING.sub("", head))
     return head or "(no message)"
+
+
+def causes_of(evidence: str) -> list[tuple[str, str]]:
+    """``(rule, cause)`` of every violation *evidence*'s first line names, in order: a
+    finding that saw several (``"R4: ...; R15: ...; R2: ..."``) has a cause for each."""
+    line = evidence.strip().splitlines()[0] if evidence.strip() else ""
+    line = _KIND.sub("", line)
+    starts = [0] + [m.start() + 1 for m in _NEXT_RULE.finditer(line)]
+    out = []
+    for begin, end in zip(starts, [*starts[1:], len(line)], strict=True):
+        part = line[begin:end].strip()
+        rule = _RULE.match(part)
+        if rule is not None:
+            out.append((rule.group(0).split(":")[0].strip(), cause_of(part)))
+    return out
 
 
 def signature(rule: str, cause: str) -> str:

@@ -96,11 +96,15 @@ class Baseline:
     path: str = ""
 
     def accepts(self, group: Group) -> Entry | Waiver | None:
-        """The entry (else the waiver) that accepts *group*; ``None`` when it is new."""
-        wanted = signature(group.rule, group.cause)
-        for entry in self.entries:
-            if entry.signature == wanted:
-                return entry
+        """The entry (else the waiver) that accepts *group*; ``None`` when it is new.
+
+        The entry of its root cause, else of another violation its findings name (one
+        defect seen through several checks in one finding: which comes first varies)."""
+        wanted = [signature(group.rule, group.cause), *group.signatures]
+        for key in wanted:
+            for entry in self.entries:
+                if entry.signature == key:
+                    return entry
         for waiver in self.waivers:
             if waiver.rule == group.rule:
                 return waiver
@@ -141,7 +145,7 @@ def judge(
             new.append(group)
         else:
             accepted.append((group, by))
-    found = {signature(g.rule, g.cause) for g in groups}
+    found = {key for g in groups for key in (signature(g.rule, g.cause), *g.signatures)}
     seen = seen or {}
     stale = [e for e in baseline.entries if e.signature not in found and not seen.get(e.signature)]
     set_aside = [
@@ -258,8 +262,11 @@ def baseline_text(
             "seen_by": list(group.checks),
             "example": " ".join(group.evidence.split())[:300],
         })  # fmt: skip
+    named = {key for group in groups for key in group.signatures}  # seen in a finding
     for entry in previous.entries if previous else ():
-        if entry.signature not in written and (seen or {}).get(entry.signature):
+        if entry.signature not in written and (
+            (seen or {}).get(entry.signature) or entry.signature in named
+        ):
             written.add(entry.signature)
             accepted.append({
                 "rule": entry.rule,

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..oracles.causes import cause_of
+from ..oracles.causes import cause_of, causes_of, signature
 from ..outcome import CheckResult
 
 __all__ = ["Group", "cause_of", "group_findings"]
@@ -33,6 +33,9 @@ class Group:
     checks: list[str] = field(default_factory=list)  # "stage/check", in the order run
     replays: list[str] = field(default_factory=list)  # distinct reproducers, cheapest first
     findings: list[CheckResult] = field(default_factory=list, repr=False)  # the results, in order
+    signatures: list[str] = field(default_factory=list)
+    """Of every violation its findings name (a finding may name several, ``"R4: ...; R15:
+    ..."``), the root cause's first: what a baseline entry may match (:mod:`.baseline`)."""
 
     @property
     def replay(self) -> str | None:
@@ -62,7 +65,12 @@ def group_findings(results: Iterable[CheckResult]) -> list[Group]:
         group = groups.get((rule, cause))
         if group is None:
             group = groups[(rule, cause)] = Group(rule, cause, result.evidence)
+            group.signatures.append(signature(rule, cause))
         group.findings.append(result)
+        for named in causes_of(result.evidence):
+            key = signature(*named)
+            if key not in group.signatures:
+                group.signatures.append(key)
         check = f"{result.stage}/{result.name}"
         if check not in group.checks:
             group.checks.append(check)
