@@ -238,14 +238,13 @@ def baseline_text(
     groups: Sequence[Group],
     previous: Baseline | None,
     name: str,
-    seen: Mapping[str, int] | None = None,
 ) -> str:
     """The baseline file accepting every root cause in *groups*, as TOML.
 
-    The entries of *previous* (the file being rewritten) that *seen* (signature ->
-    histories the workers' judge set aside) shows still there are kept, and every
-    reason *previous* gives is kept; its waivers (with ``--accept``'s) are written as
-    they are. An entry neither found nor set aside is dropped: stale.
+    The entries of *previous* (the file being rewritten) are kept, with their reasons,
+    after those found now, and its waivers (with ``--accept``'s) as they are: a run
+    that did not meet an entry (another seed, a budget) is no proof its bug is gone, so
+    rewriting only adds; a stale entry is deleted by a human, as the report says.
     """
     reasons = {e.signature: e.reason for e in previous.entries} if previous else {}
     accepted = []
@@ -262,11 +261,8 @@ def baseline_text(
             "seen_by": list(group.checks),
             "example": " ".join(group.evidence.split())[:300],
         })  # fmt: skip
-    named = {key for group in groups for key in group.signatures}  # seen in a finding
     for entry in previous.entries if previous else ():
-        if entry.signature not in written and (
-            (seen or {}).get(entry.signature) or entry.signature in named
-        ):
+        if entry.signature not in written:
             written.add(entry.signature)
             accepted.append({
                 "rule": entry.rule,
@@ -283,14 +279,12 @@ def baseline_text(
 
 def write_baseline(report: VerifyReport, path: str, previous: Baseline | None) -> Baseline:
     """Write *report*'s root causes to *path* (:func:`baseline_text`) and return the
-    baseline the file now holds: every root cause the run saw (found, or set aside as
-    *previous* accepts it) that the waivers do not already accept. So rewriting a file
-    with other seeds gathers the causes one defect shows through, and drops the fixed."""
+    baseline the file now holds: every root cause the run found that the waivers do not
+    already accept, and every entry the file held. So rewriting it with other seeds
+    gathers the causes one defect shows through."""
     waivers = list(previous.waivers) if previous else []
     waived = {w.rule for w in waivers}
     groups = [g for g in report.groups if g.rule not in waived]
-    text = baseline_text(
-        report.adapter_spec, groups, previous, Path(path).name, report.accepted_seen
-    )
+    text = baseline_text(report.adapter_spec, groups, previous, Path(path).name)
     Path(path).write_text(text, encoding="utf-8")
     return load_baseline(path)
