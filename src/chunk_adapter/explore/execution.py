@@ -23,6 +23,7 @@ from typing import Any
 from ..bed.waiting import join_bound
 from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
 from ..history import History
+from ..oracles import accepted
 from .carriers import choose
 from .control import Control, controlled, plan_control
 from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
@@ -271,6 +272,8 @@ def run_once(
     )
     if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(as_failure(found) for found in setup.checker(execution))
+    elif setup.checker is not None and any(f.kind == "livelock" for f in execution.failures):
+        _livelock_root(execution, setup.checker)
     execution.failures.extend(clock.failures)
     if any(f.kind in ("too long", "livelock") for f in execution.failures):
         stuck = clock.never_returned()  # the scheduler stuck in a call: that is the root
@@ -282,6 +285,21 @@ def run_once(
         held = held_failures(history, scenario, execution.hops, stand.build_roles)
         execution.failures[:0] = held + late
     return execution
+
+
+def _livelock_root(execution: Execution, checker: Checker) -> None:
+    """A busy loop is often the consequence of a violation the history already shows
+    (a registration polled past its final, forever): judge the history up to the
+    livelock, and put what the oracles find first, the livelock after it. Only safety
+    can be judged there (nothing settled), and it holds for any prefix of a history.
+    A history whose violation a verify baseline accepts (:mod:`~..oracles.accepted`)
+    sets the livelock aside with it."""
+    mark = accepted.total()
+    found = [as_failure(f) for f in checker(execution)]
+    if accepted.total() != mark:
+        execution.failures = []
+    elif found:
+        execution.failures[:0] = found
 
 
 def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:

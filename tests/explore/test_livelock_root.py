@@ -1,0 +1,52 @@
+"""A busy loop whose history already shows a violation reports that violation first: the
+livelock is its consequence (a registration polled past its final, forever). Under a
+verify baseline that accepts the violation, the livelock is set aside with it.
+
+The adapter spins in its RECV thread (``broken_stress:busy_spinning_recv``, R17); the
+checkers stand for oracles that do (or, accepted, do not) find a root in the history
+the livelock left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chunk_adapter.explore import LIBRARY, RandomStrategy, explore
+from chunk_adapter.explore.execution import Execution
+from chunk_adapter.oracles import Violation, accepted
+from chunk_adapter.rules import R13
+from tests.quality.broken_stress import busy_spinning_recv
+
+SCENARIO = LIBRARY["q6-idle-polling"]
+ROOT = Violation(R13, "get of 'r_0_2' after the get of 'r_0_1' returned the final chunk")
+
+
+def kinds(checker: object) -> list[str] | None:
+    report = explore(SCENARIO, RandomStrategy(seed=0, executions=3), factory=busy_spinning_recv,
+                     checker=checker)  # fmt: skip
+    return None if report.failure is None else [f.kind for f in report.failure.failures]
+
+
+@pytest.fixture
+def accepting_r13() -> Iterator[None]:
+    accepted.install(accepted.Accepted.of([], [R13]))
+    yield
+    accepted.install(accepted.Accepted())
+
+
+@pytest.mark.rule("R17")
+def test_the_violation_a_livelocked_history_shows_comes_first() -> None:
+    assert kinds(lambda execution: []) == ["livelock"]
+    assert kinds(lambda execution: [str(ROOT)]) == ["violation", "livelock"]
+
+
+@pytest.mark.rule("R17")
+def test_a_livelock_whose_history_has_an_accepted_violation_is_set_aside(
+    accepting_r13: None,
+) -> None:
+    def judge(execution: Execution) -> list[str]:
+        return [] if accepted.covers([ROOT]) else [str(ROOT)]
+
+    assert kinds(judge) is None
