@@ -13,10 +13,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from chunk_adapter.cli import main
@@ -34,8 +32,9 @@ from chunk_adapter.verify.baseline import (
 )
 from chunk_adapter.verify.junit import write_junit
 from chunk_adapter.verify.markdown import to_markdown
-from chunk_adapter.verify.report import VerifyReport, write_json, write_text
+from chunk_adapter.verify.report import VerifyReport, write_text
 from tests.unit._history_script import Script, c
+from tests.unit._reports import validated_json
 
 
 def stale_commit(n: int, rid: str) -> CheckResult:
@@ -191,13 +190,7 @@ def test_bad_flags_exit_2_before_anything_runs(
 def test_json_junit_and_markdown_show_accepted_findings_as_such(tmp_path: Path) -> None:
     baseline = written(tmp_path, stale_commit(0, "a"))
     report = run(PASSED, stale_commit(1, "b"), id_skipped(2), baseline=baseline)
-    path = tmp_path / "r.json"
-    write_json(report, str(path))
-    data = json.loads(path.read_text())
-    schema = json.loads(
-        resources.files("chunk_adapter.verify").joinpath("report.schema.json").read_text()
-    )
-    jsonschema.validate(data, schema)
+    data = validated_json(report, tmp_path / "r.json")
     assert [(g["rule"], g["status"]) for g in data["groups"]] == [
         ("R16", "accepted"), ("R9", "new")
     ]  # fmt: skip

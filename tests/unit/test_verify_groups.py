@@ -9,19 +9,16 @@ the checks that saw it and the reproducer of the first. Every report form
 from __future__ import annotations
 
 import io
-import json
 import xml.etree.ElementTree as ET
-from importlib import resources
 from pathlib import Path
-
-import jsonschema
 
 from chunk_adapter.outcome import CheckResult
 from chunk_adapter.verify.groups import cause_of, group_findings
 from chunk_adapter.verify.junit import write_junit
 from chunk_adapter.verify.markdown import to_markdown
-from chunk_adapter.verify.report import VerifyReport, write_json, write_text
+from chunk_adapter.verify.report import VerifyReport, write_text
 from chunk_adapter.verify.result import rule_checks, rule_table
+from tests.unit._reports import schema_properties, validated_json
 
 STALE = "chunk {n} handed out ({{'data': ['{rid}', {n}]}}) was fetched by a get that began before"
 R16_STATEFUL = CheckResult(
@@ -122,15 +119,9 @@ def test_text_prints_each_root_cause_once_with_the_checks_that_saw_it() -> None:
 
 def test_json_junit_and_markdown_carry_the_groups(tmp_path: Path) -> None:
     r = report(R9_PASS, R16_STATEFUL, R15, R16_EXPLORE, NOT_REACHED)
-    path = tmp_path / "r.json"
-    write_json(r, str(path))
-    data = json.loads(path.read_text())
-    schema = json.loads(
-        resources.files("chunk_adapter.verify").joinpath("report.schema.json").read_text()
-    )
-    jsonschema.validate(data, schema)
+    data = validated_json(r, tmp_path / "r.json")
     assert data["all"] is True
-    assert {"all", "groups"} <= set(data) <= set(schema["properties"])
+    assert {"all", "groups"} <= set(data) <= schema_properties()
     assert [(g["rule"], g["checks"]) for g in data["groups"]] == [
         ("R16", ["stateful/machines", "explore/q5-cleanup / pct"]),
         ("R15", ["stateful/machines"]),
