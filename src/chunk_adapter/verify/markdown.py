@@ -12,6 +12,7 @@ _ICON = {
     "accepted": "☑️ accepted",
     "inconclusive": "⚠️ inconclusive",
     "not reached": "⏭️ not reached",
+    "passed partly": "◐ passed partly",
     "pass": "✅ pass",
 }
 _HEADLINE = {

@@ -17,6 +17,9 @@ ORDER = (
     ("pass", "pass"),
 )
 """The verdicts a rule can take from its checks, strongest first, as the table shows them."""
+PARTLY = "passed partly"
+"""Some checks of the rule passed and others were not reached: never "not reached" for a
+rule one of whose checks ran and passed."""
 
 
 def rule_checks(
@@ -29,9 +32,10 @@ def rule_checks(
     FAIL (a confirmed violation) beats accepted (a confirmed violation of a root
     cause the baseline accepts: one of *accepted*) beats inconclusive (a check of the rule could
     not decide) beats not reached (a check of the rule was planned but did not
-    run: an earlier violation ended its stage, or no budget was left) beats
-    pass (every check of the rule that was planned ran and saw no violation)
-    beats not checked (no stage run checks the rule).
+    run: an earlier violation ended its stage, or no budget was left; "passed
+    partly", with the checks that passed, when some others did run and pass)
+    beats pass (every check of the rule that was planned ran and saw no
+    violation) beats not checked (no stage run checks the rule).
 
     *planned* maps ``"stage/check"`` to the rules the check was planned to
     cover: a check that failed names the rules it found broken, and stopped
@@ -53,6 +57,9 @@ def rule_checks(
         for verdict, label in ORDER:
             chosen = [key for v, key in seen if v == verdict]
             if chosen:
+                passed = [key for v, key in seen if v == "pass"]
+                if verdict == "skip" and passed:  # some checks passed, others never ran
+                    label, chosen = PARTLY, passed
                 table.append((rule, label, list(dict.fromkeys(chosen))))
                 break
         else:
@@ -70,7 +77,7 @@ def rule_table(
     for rule, verdict, checks in rule_checks(results, planned, accepted):
         if not checks:
             text = "no check in the stages run"
-        elif verdict in ("pass", "not reached"):
+        elif verdict in ("pass", "not reached", PARTLY):
             names = sorted(checks)
             text = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
         else:
