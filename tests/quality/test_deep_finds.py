@@ -27,7 +27,7 @@ from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.profiles import hypothesis_settings
 from chunk_adapter.stateful import make_machine
-from chunk_adapter.verify.leaks import PER_REQUEST, probe_bounded_state
+from chunk_adapter.verify.leaks import PER_REQUEST, Undecided, probe_bounded_state
 from tests.quality import broken_deep, broken_leaks
 
 LIVENESS = 2.0  # seconds; only broken adapters run the machine here
@@ -94,8 +94,14 @@ def test_bounded_state_probe_finds_the_leak(name: str) -> None:
 
 
 @pytest.mark.rule("R24")
-def test_bounded_state_probe_passes_the_reference_adapter() -> None:
-    probe_bounded_state(ChunkAdapter)
+def test_bounded_state_probe_never_calls_the_reference_adapter_a_violator() -> None:
+    """It passes, or (a noisy reading just over the bound that a second window does not
+    confirm, seen once on a loaded 2-core CI run) says it could not decide: inconclusive
+    in verify, never a violation."""
+    try:
+        probe_bounded_state(ChunkAdapter)
+    except Undecided as exc:
+        assert "a second window of" in str(exc) and "did not grow" in str(exc), exc
 
 
 class _CumulativeRegistered(ChunkAdapter):

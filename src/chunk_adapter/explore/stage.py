@@ -189,7 +189,8 @@ def _judge(
             f"[{lost.kind}] not a verdict on the adapter: {_first_line(lost.message)} "
             f"(seen when the failure was replayed on threads; control: {control.describe()})",
             detail=report.describe_failure(), replay=command, seconds=seconds,
-            confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}", coverage=coverage,
+            confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}",
+            coverage=f"{done} (stopped at an execution it could not control)",
         )  # fmt: skip
     if not _same_failure(failed.failures, again.failures):
         got = ", ".join(sorted({signature(f) for f in again.failures})) or "no failure"
@@ -201,7 +202,7 @@ def _judge(
             f"{_first_line(first.message)}",
             detail=report.describe_failure(), replay=command, seconds=seconds,
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
-            coverage=coverage,
+            coverage=f"{done} (stopped at a failure that did not replay)",
         )  # fmt: skip
     found = _rules(failed.failures)
     return CheckResult(
