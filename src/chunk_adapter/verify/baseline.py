@@ -130,6 +130,11 @@ class Judgement:
     stale: list[Entry]  # entries no root cause of this run matched, nor set aside
     set_aside: list[tuple[Entry, int]]  # entries seen only by the workers' judge: histories
 
+    @property
+    def accepted_count(self) -> int:
+        """Root causes accepted: found and accepted, or set aside by the workers' judge."""
+        return len(self.accepted) + len(self.set_aside)
+
 
 def judge(
     groups: Sequence[Group], baseline: Baseline, seen: Mapping[str, int] | None = None

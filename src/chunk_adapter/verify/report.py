@@ -111,7 +111,7 @@ class VerifyReport:
             return None
         return {
             "file": self.baseline.path or None,
-            "accepted": len(judgement.accepted) + len(judgement.set_aside),
+            "accepted": judgement.accepted_count,
             "new": len(judgement.new),
             "stale": [
                 {"rule": e.rule, "cause": e.cause, "reason": e.reason} for e in judgement.stale
@@ -234,7 +234,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         for entry in judgement.stale:
             print(f"  {entry.signature}", file=out)
     known_note = ""
-    accepted_count = len(judgement.accepted) + len(judgement.set_aside) if judgement else 0
+    accepted_count = judgement.accepted_count if judgement else 0
     if accepted_count:
         known_note = f"; {accepted_count} known root cause(s) accepted by the baseline"
     new = report.new_groups
