@@ -12,7 +12,6 @@ from typing import Any
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors.base import chunk_key
-from tests.quality.broken_stateful import GetPastFinal
 
 __all__ = [
     "builds_in_save_async",
@@ -224,14 +223,3 @@ def miscounts_drops(connector: Any, **kwargs: Any) -> ChunkAdapter:
 
 def head_of_line_recv(connector: Any, **kwargs: Any) -> ChunkAdapter:
     return HeadOfLineRecv(connector, **kwargs)
-
-
-class PastFinalBusy(BusySpinningRecv):
-    """Polls a registration past its final chunk (R13) with no pause between rounds: the
-    RECV thread spins on a key that never comes, so a busy loop (R17) follows the R13."""
-
-    _poll_one = GetPastFinal._poll_one
-
-
-def past_final_busy(connector: Any, **kwargs: Any) -> ChunkAdapter:
-    return PastFinalBusy(connector, **kwargs)
