@@ -10,6 +10,7 @@ scheduler thread; and hands the history to the checker.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import sys
@@ -242,7 +243,7 @@ def run_once(
             after=lambda op: _after(op, ctl, clock),
         )
 
-    baseline = frozenset(sys._current_frames())
+    baseline = frozenset(thread_frames())
     ctl.before_finish = lambda: _scan_threads(ctl, baseline)
     ACTIVE.runtime = runtime
     ACTIVE.candidates = setup.control.module_names if setup.control else frozenset()
@@ -302,13 +303,30 @@ def _livelock_root(execution: Execution, checker: Checker) -> None:
         execution.failures[:0] = found
 
 
+def thread_frames() -> dict[int, Any]:
+    """``sys._current_frames()`` with the garbage collector held off while it runs.
+
+    CPython before 3.11.9 and 3.12.3 (gh-106883) holds the interpreter's thread-list lock
+    while it builds that dict; a collection started by one of its allocations may run a
+    finaliser that needs the same lock (a greenlet or thread state of an execution that
+    ended), and the process deadlocks in C. Seen here: a verify worker stuck for good
+    between two executions, its stage reported inconclusive after its whole budget."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
     """Note threads that appeared during the execution, are not tasks, and run the
     adapter's code (a thread started where the patches could not see it)."""
     candidates = ACTIVE.candidates
     if not candidates:
         return
-    for ident, frame in sys._current_frames().items():
+    for ident, frame in thread_frames().items():
         if ident in baseline or ident in ctl.idents:
             continue
         f: Any = frame
