@@ -4,7 +4,7 @@
 profile  budget  examples  steps  liveness  worlds  explorer  proofs  stress  use
 =======  ======  ========  =====  ========  ======  ========  ======  ======  ===================
 quick    120 s   100       30     5 s       150     25        0       short   pre-commit
-ci       240 s   150       40     10 s      400     60        0       all     default CI gate
+ci       240 s   150       40     10 s      600     60        0       all     default CI gate
 hunt     1800 s  1000      60     10 s      5000    2000      5       all     regression hunt
 =======  ======  ========  =====  ========  ======  ========  ======  ======  ===================
 

@@ -61,7 +61,7 @@ def test_verify_all_reports_both_bugs_as_root_causes_through_the_cli(tmp_path: P
         assert roots & bug, f"no root cause for {sorted(bug)} in {sorted(roots)}:\n{proc.stdout}"
     assert all(g["replay"] for g in groups), groups
     # every stage ran, past its first violation
-    assert data["stages"] == ["examples", "stress", "stateful", "simulate", "explore"]
+    assert data["stages"] == ["examples", "simulate", "stress", "stateful", "explore"]
     stress = [c for c in data["checks"] if c["stage"] == "stress" and c["verdict"] != "skip"]
     assert len(stress) > 1 + next(i for i, c in enumerate(stress) if c["verdict"] == "fail")
     assert f"{len(groups)} root cause(s) (exit 1)" in proc.stdout

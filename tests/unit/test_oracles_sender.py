@@ -12,7 +12,7 @@ import pytest
 
 from chunk_adapter.errors import AdapterStopped
 from chunk_adapter.oracles.records import UNCOPYABLE
-from tests.unit._history_script import case, do, fires, only, play, quiet
+from tests.unit._history_script import case, do, fires, first, only, play, quiet
 
 FAIL = {"fail": True}  # a build or put that raised
 QUIESCENT = {"quiescent": True}
@@ -161,6 +161,9 @@ CASES = [
     case("R11", "fires-on-a-final-put-that-was-never-saved",
          [do.save("r", "a"), do.build("r", "a", True), do.put("r_1_0", "a", True)],
          fires("R11")),
+    case(("R11", "R23"), "a-stream-lost-whole-reads-r11-first-its-lost-chunks-after",
+         [do.save("r", "a"), do.save("r", "b"), do.save("r", "end", True)],
+         quiet(quiescent=False), [], first("R11", **QUIESCENT), [], fires("R23", **QUIESCENT)),
     case("R23", "fires-on-a-saved-chunk-never-put-after-quiescence",
          [do.save("r", "a")], quiet(quiescent=False), [], only("R23", **QUIESCENT)),
     case("R18", "fires-on-a-put-after-stop-returned",

@@ -476,16 +476,19 @@ class Aligner:
             start = self.pending_at if index == self.stream_at else 0
             if index != self.stream_at:
                 self.failures = 0
+            # A stream whose final never came is the root (R11): its non-finals lost with
+            # it are its symptoms (R23), so a lost stream reads R11 first whatever of its
+            # chunks went missing too.
+            if stream.final is not None:
+                self.violation(
+                    R11,
+                    f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
+                    "quiescence, adapter running)",
+                )
             by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
             if len(by_put) * (self.put_tries or 1) > self.failures:
                 self.violation(
                     R23,
                     f"saved chunk(s) {[s.args[0] for s in by_put]!r} were never put (after "
                     f"quiescence; {self.failures} failed put(s) seen)",
-                )
-            if stream.final is not None:
-                self.violation(
-                    R11,
-                    f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
-                    "quiescence, adapter running)",
                 )
