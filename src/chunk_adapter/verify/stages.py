@@ -102,7 +102,7 @@ budget; then what simulation cannot see (stress: real time, real threads, CPU; t
 machines on real threads) and the explorer's library with the rest. On the reference adapter
 examples take ~10 s, the worlds ~25 s, stress ~5 s, the machines ~10-20 s. (Measured over
 tests/quality: moving the worlds before stress and the machines took the median time to
-verdict from 14.3 s to 11.4 s, each finding still naming its adapter's rule.)"""
+verdict from 14.3 s to 13.0 s, each finding still naming its adapter's rule; docs/quality.md)"""
 
 
 def stage_names() -> list[str]:
