@@ -7,6 +7,7 @@ from ._version import __version__
 from .adapter import ChunkAdapter
 from .connectors import Connector, MemoryConnector
 from .errors import (
+    AdapterFailed,
     AdapterStopped,
     ChunkAdapterError,
     ConnectorError,
@@ -19,6 +20,7 @@ from .runtime import Runtime, ThreadingRuntime
 from .stats import AdapterStats
 
 __all__ = [
+    "AdapterFailed",
     "AdapterStats",
     "AdapterStopped",
     "ChunkAdapter",

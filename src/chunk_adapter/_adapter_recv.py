@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._death import survivable
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
@@ -86,6 +87,9 @@ class ReceiverSide:
     def _check_running(self, call: str) -> None:
         raise NotImplementedError  # SenderSide's, first in ChunkAdapter's bases
 
+    def _died(self, side: str, exc: BaseException) -> None:
+        raise NotImplementedError  # SenderSide's, first in ChunkAdapter's bases
+
     def load_async(self, request_id: str) -> None:
         """Register *request_id* for receiving; idempotent while registered (R12)."""
         check_request_id(request_id, "load_async")
@@ -146,6 +150,8 @@ class ReceiverSide:
     def _recv_loop(self) -> None:
         try:
             self._recv_rounds()
+        except BaseException as exc:  # R30: end loudly (what R22 survives never gets here)
+            self._died("RECV", exc)  # logged with its traceback: not raised again
         finally:
             if self._unsubscribe is not None:
                 self._unsubscribe()
@@ -250,7 +256,9 @@ class ReceiverSide:
         failed = False
         try:
             value = self.connector.get(key)
-        except Exception as exc:
+        except BaseException as exc:
+            if not survivable(exc):
+                raise
             self.log.info("get %s failed: %r; will retry", key, exc)
             failed = True
         if value is not None and not isinstance(value, dict):
@@ -297,7 +305,9 @@ class ReceiverSide:
         value: Any = None
         try:
             value = self.connector.get(key)
-        except Exception as exc:
+        except BaseException as exc:
+            if not survivable(exc):
+                raise
             self.log.info("get %s (discarding a cleaned-up stream) failed: %r", key, exc)
             value = exc
         now = self.runtime.monotonic()

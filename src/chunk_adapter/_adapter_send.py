@@ -13,9 +13,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ._death import cause, survivable
 from ._validate import check_final, check_request_id, non_negative, short_repr
 from .connectors.base import Connector, chunk_key, is_permanent
-from .errors import AdapterStopped, SnapshotError
+from .errors import AdapterFailed, AdapterStopped, SnapshotError
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
 
 __all__ = ["SenderSide"]
@@ -50,6 +51,7 @@ class SenderSide:
     _abandoned_seq: int
     _idle_cancel_logged: bool
     _send_counts: dict[str, int]
+    _death: str | None
 
     def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
         """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4)."""
@@ -110,7 +112,8 @@ class SenderSide:
 
         Returns ``True`` once the SAVE thread has finished each of them — put,
         dropped, skipped or failed, each counted in ``stats()`` — and ``False``
-        if *timeout* seconds pass first or the adapter is stopped. Unlike the
+        if *timeout* seconds pass first, the adapter is stopped or a thread of it
+        died (R30). Unlike the
         five scheduler calls it blocks: call it when a stage winds down, not per
         chunk. Chunks saved meanwhile (by other threads) are not waited for.
         """
@@ -121,10 +124,10 @@ class SenderSide:
             target = self._saved
             while self._done < target:
                 remaining = deadline - rt.monotonic()
-                if self._stop.is_set() or remaining <= 0:
+                if self._stop.is_set() or self._death is not None or remaining <= 0:
                     return False
                 self._drained_cond.wait(min(remaining, self.wait_timeout))
-            return True
+            return self._death is None  # what a dead thread left is not done
 
     def _save_loop(self) -> None:
         while True:
@@ -141,6 +144,9 @@ class SenderSide:
                 self.log.exception(
                     "SAVE thread: unexpected error on %s; continuing", short_repr(request_id)
                 )
+            except BaseException as exc:  # R30: end loudly, before flush() can see it done
+                self._died("SAVE", exc)
+                return  # logged with its traceback: not raised again into threading's hook
             finally:
                 with self._drained_cond:
                     self._in_flight = None
@@ -167,7 +173,9 @@ class SenderSide:
         if not cancelled:
             try:
                 payload = self.build_payload(request_id, snap, is_final)
-            except Exception:
+            except BaseException as exc:
+                if not survivable(exc):
+                    raise
                 self.log.exception(
                     "build_payload failed for %s (final=%s)", short_repr(request_id), is_final
                 )
@@ -197,10 +205,12 @@ class SenderSide:
             key = chunk_key(request_id, self.stage_id, chunk_id)
             try:
                 self.connector.put(key, value)
-            except Exception as exc:
+            except BaseException as exc:
+                if not survivable(exc):
+                    raise
                 tries += 1
                 self._count_send("put_failures")
-                if is_permanent(exc):
+                if isinstance(exc, Exception) and is_permanent(exc):  # a cancellation is not
                     self._rejected(request_id, key, value, is_final, exc)
                     return
                 if not is_final and tries >= self.put_tries:
@@ -307,7 +317,28 @@ class SenderSide:
                 short_repr(names),
             )
 
+    def _died(self, side: str, exc: BaseException) -> None:
+        """A thread ends on what it must not survive (R30): say so now and at every
+        later sending or registering call."""
+        death = cause(side, exc)
+        self.log.critical(  # first: whoever sees the death below finds it logged
+            "%s; this adapter can no longer deliver: save_async and load_async raise "
+            "AdapterFailed from now on; stop() it and build a new one",
+            death,
+            exc_info=exc,
+        )
+        with self._drained_cond:
+            self._death = self._death or death
+            self._drained_cond.notify_all()  # flush() returns False at once
+
     def _check_running(self, call: str) -> None:
+        death = self._death
+        if death is not None:
+            raise AdapterFailed(
+                f"{call}: {death}, so nothing more can be delivered; stop() this adapter "
+                "and create a new ChunkAdapter (and see what raised it: a build_payload, "
+                "put or get that raises SystemExit or KeyboardInterrupt)"
+            )
         if self._stop.is_set():
             raise AdapterStopped(
                 f"{call}: this adapter was stopped; create a new ChunkAdapter to send or receive"

@@ -1,4 +1,4 @@
-"""The reference ChunkAdapter (docs/contract.md, rules R1–R29).
+"""The reference ChunkAdapter (docs/contract.md, rules R1–R30).
 
 The scheduler thread calls ``save_async``, ``cancel_sender``, ``load_async``,
 ``poll_ready`` and ``cleanup_receiver`` and never waits; a SAVE thread builds
@@ -234,6 +234,9 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self._in_flight: tuple[int, str, bool] | None = None
         self._abandoned_seq = -1
         self._idle_cancel_logged = False
+        # Why a background thread ended on what it must not survive (R30), set once by
+        # that thread under _send_lock; save_async and load_async read it and raise.
+        self._death: str | None = None
 
         # Guards the receiver state: _tokens, _next_recv_id, _ready, _queue,
         # _progress_at, _stalled, _drains, _awaited, _recv_signal, _get_failed and the

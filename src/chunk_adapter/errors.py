@@ -11,6 +11,7 @@ caller keeps working.
 from __future__ import annotations
 
 __all__ = [
+    "AdapterFailed",
     "AdapterStopped",
     "ChunkAdapterError",
     "ConnectorError",
@@ -40,6 +41,10 @@ class SnapshotError(ChunkAdapterError, TypeError):
 
 class AdapterStopped(ChunkAdapterError, RuntimeError):
     """A sending or registering call after ``stop()``."""
+
+
+class AdapterFailed(ChunkAdapterError, RuntimeError):
+    """A background thread of the adapter ended on something it must not survive (R30)."""
 
 
 class ConnectorError(ChunkAdapterError):

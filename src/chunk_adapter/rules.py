@@ -86,6 +86,7 @@ R26 = Rule(26, "Draining and abandoning", RELIABILITY, verified=False)
 R27 = Rule(27, "Cancel marks of closed streams (a decision)", RELIABILITY, verified=False)
 R28 = Rule(28, "Stall report", RELIABILITY, verified=False)
 R29 = Rule(29, "Stream identity (an option)", RELIABILITY, verified=False)
+R30 = Rule(30, "No silent thread death", RELIABILITY, verified=False)
 
 ALL: tuple[Rule, ...] = (
     R1,
@@ -117,6 +118,7 @@ ALL: tuple[Rule, ...] = (
     R27,
     R28,
     R29,
+    R30,
 )
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)
