@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._death import survivable
+from ._logpace import LogPace, more
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
@@ -81,6 +82,7 @@ class ReceiverSide:
     _recv_signal: int
     _get_failed: bool
     _recv_counts: dict[str, int]
+    _recv_pace: LogPace
     _subscribe: Subscribe | None
     _unsubscribe: Callable[[], None] | None
 
@@ -259,10 +261,16 @@ class ReceiverSide:
         except BaseException as exc:
             if not survivable(exc):
                 raise
-            self.log.info("get %s failed: %r; will retry", key, exc)
+            held = self._recv_pace.admit("get", key)
+            if held is not None:
+                self.log.info("get %s failed: %r; will retry%s", key, exc, more(held))
             failed = True
         if value is not None and not isinstance(value, dict):
-            self.log.warning("get %s returned %r, not a dict; ignoring it", key, value)
+            held = self._recv_pace.admit("not a dict", key)
+            if held is not None:
+                self.log.warning(
+                    "get %s returned %r, not a dict; ignoring it%s", key, value, more(held)
+                )
             value, failed = None, True
         with self._recv_lock:
             self._recv_counts["gets"] += 1
@@ -308,7 +316,11 @@ class ReceiverSide:
         except BaseException as exc:
             if not survivable(exc):
                 raise
-            self.log.info("get %s (discarding a cleaned-up stream) failed: %r", key, exc)
+            held = self._recv_pace.admit("drain get", key)
+            if held is not None:
+                self.log.info(
+                    "get %s (discarding a cleaned-up stream) failed: %r%s", key, exc, more(held)
+                )
             value = exc
         now = self.runtime.monotonic()
         gave_up = False

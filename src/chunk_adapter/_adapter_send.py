@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._death import cause, survivable
+from ._logpace import LogPace, more
 from ._validate import check_final, check_request_id, non_negative, short_repr
 from .connectors.base import Connector, chunk_key, is_permanent
 from .errors import AdapterFailed, AdapterStopped, SnapshotError
@@ -52,6 +53,7 @@ class SenderSide:
     _idle_cancel_logged: bool
     _send_counts: dict[str, int]
     _death: str | None
+    _send_pace: LogPace
 
     def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
         """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4)."""
@@ -176,9 +178,14 @@ class SenderSide:
             except BaseException as exc:
                 if not survivable(exc):
                     raise
-                self.log.exception(
-                    "build_payload failed for %s (final=%s)", short_repr(request_id), is_final
-                )
+                held = self._send_pace.admit("build", request_id)
+                if held is not None:
+                    self.log.exception(
+                        "build_payload failed for %s (final=%s)%s",
+                        short_repr(request_id),
+                        is_final,
+                        more(held),
+                    )
                 self._count_send("build_failures")
                 if not is_final:
                     self._count_send("dropped_build_failed")
@@ -217,7 +224,11 @@ class SenderSide:
                     self.log.warning("dropping %s after %d failed puts: %r", key, tries, exc)
                     self._count_send("dropped_put_failed")
                     return
-                self.log.info("put %s failed (try %d): %r; retrying", key, tries, exc)
+                held = self._send_pace.admit("put", key)
+                if held is not None:
+                    self.log.info(
+                        "put %s failed (try %d): %r; retrying%s", key, tries, exc, more(held)
+                    )
                 self._count_send("put_retries")
                 if self._stop.wait(self._backoff(tries, is_final)):
                     self._abandon_in_flight()

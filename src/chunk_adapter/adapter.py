@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from ._adapter_recv import Drain, ReceiverSide
 from ._adapter_send import SenderSide
+from ._logpace import LogPace
 from ._validate import check_stage, non_negative, optional_positive, positive, short_repr
 from .connectors.base import Connector, subscription
 from .errors import InvalidType, InvalidValue
@@ -267,6 +268,10 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         # after the round is the short polling backoff.
         self._get_failed = False
 
+        # Paced log lines (one per kind and key per second, the rest counted): each used
+        # only by its side's thread (SAVE: builds and puts; RECV: gets), so no lock.
+        self._send_pace = LogPace(rt.monotonic)
+        self._recv_pace = LogPace(rt.monotonic)
         # Counters: each dict is guarded by its side's lock (written by that side's thread).
         self._send_counts: dict[str, int] = dict.fromkeys(_SEND_COUNTERS, 0)
         self._recv_counts: dict[str, int] = dict.fromkeys(_RECV_COUNTERS, 0)
