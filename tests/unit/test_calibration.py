@@ -22,7 +22,7 @@ from chunk_adapter.factory import calibration_reference, load_factory
 from chunk_adapter.outcome import CheckResult, StageContext
 from chunk_adapter.stress import stopping
 from chunk_adapter.stress.stage import run_stage
-from chunk_adapter.verify import probes_pacing
+from chunk_adapter.verify import probes_handoff
 from chunk_adapter.verify.probes import run_probes
 
 
@@ -72,7 +72,7 @@ def test_the_reference_is_never_compared_with_itself() -> None:
 def test_a_hand_off_bound_the_reference_misses_too_is_inconclusive(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(probes_pacing, "HOP_BOUND", 0.0)
+    monkeypatch.setattr(probes_handoff, "HOP_BOUND", 0.0)
     result = _examples(Subclassed, "prompt hand-off")
     assert result.verdict == "inconclusive", result
     assert "the reference adapter, run on the same check right after" in result.evidence
@@ -83,7 +83,7 @@ def test_a_hand_off_bound_the_reference_misses_too_is_inconclusive(
 def test_the_reference_itself_is_still_failed_by_a_bound_it_misses(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(probes_pacing, "HOP_BOUND", 0.0)
+    monkeypatch.setattr(probes_handoff, "HOP_BOUND", 0.0)
     assert _examples(ChunkAdapter, "prompt hand-off").verdict == "fail"
 
 

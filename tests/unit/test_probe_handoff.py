@@ -1,4 +1,4 @@
-"""R17 — the prompt hand-off probe of verify's examples stage (verify/probes_pacing.py).
+"""R17 — the prompt hand-off probe of verify's examples stage (verify/probes_handoff.py).
 
 It passes the reference adapter over both kinds of connector, and catches an
 adapter that loses its put notifications (each chunk then waits out the
@@ -13,7 +13,7 @@ import pytest
 
 from chunk_adapter import ChunkAdapter
 from chunk_adapter.oracles import ContractViolation
-from chunk_adapter.verify import probes_pacing
+from chunk_adapter.verify import probes_handoff
 from chunk_adapter.verify.probes import PROBES
 
 REPOLL = 0.8  # s the deaf adapter waits before it re-polls: 3.2x HOP_BOUND
@@ -32,18 +32,18 @@ def _deaf(connector: Any, **kwargs: Any) -> ChunkAdapter:
 
 @pytest.mark.rule("R17")
 def test_probe_is_part_of_the_examples_stage() -> None:
-    assert ("prompt hand-off", ("R17",), probes_pacing.probe_prompt_handoff) in PROBES
+    assert ("prompt hand-off", ("R17",), probes_handoff.probe_prompt_handoff) in PROBES
 
 
 @pytest.mark.rule("R17")
 def test_reference_hands_each_chunk_over_promptly() -> None:
-    probes_pacing.probe_prompt_handoff(ChunkAdapter)
+    probes_handoff.probe_prompt_handoff(ChunkAdapter)
 
 
 @pytest.mark.rule("R17")
 def test_lost_notifications_are_caught_with_the_rule_and_the_times() -> None:
-    assert min(probes_pacing.handoff_times(_deaf, notify=False)) < probes_pacing.HOP_BOUND
+    assert min(probes_handoff.handoff_times(_deaf, notify=False)) < probes_handoff.HOP_BOUND
     with pytest.raises(ContractViolation, match=r"^R17: over a notifying connector") as caught:
-        probes_pacing.probe_prompt_handoff(_deaf)
+        probes_handoff.probe_prompt_handoff(_deaf)
     assert caught.value.rules == ["R17"], caught.value.violations
     assert "fastest of 6 chunks" in str(caught.value)

@@ -27,8 +27,8 @@ from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, 
 from ..rules import R3, R7, R12, R16, R17, R18, R19, R21, R23, R24
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
-from .probes_pacing import probe_prompt_handoff
-from .probes_stall import probe_independent_builds, probe_quiet_polling
+from .probes_handoff import probe_prompt_handoff
+from .probes_throughput import probe_independent_builds, probe_quiet_polling
 from .result import CheckResult
 
 __all__ = ["PROBES", "run_probes"]

@@ -1,10 +1,10 @@
-"""Issue 12's operator probe: one figure per point 1-7, on whatever code is importable.
+"""The operator probe of the reference adapter's reliability (R25-R29): one figure per point 1-7.
 
 Run it on the code before issue 12 and after, with the same command::
 
     git worktree add /tmp/before fe94b1e
-    PYTHONPATH=/tmp/before/src python benchmarks/issue12_probe.py   # before
-    PYTHONPATH=src python benchmarks/issue12_probe.py               # after
+    PYTHONPATH=/tmp/before/src python benchmarks/operator_probe.py   # before
+    PYTHONPATH=src python benchmarks/operator_probe.py               # after
 
 It prints one JSON line per figure. It uses only what both versions have
 (features the old code lacks are detected, never assumed), a namespace and

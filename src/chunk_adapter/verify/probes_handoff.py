@@ -1,4 +1,4 @@
-"""The prompt hand-off probe (R17) of the examples stage, added with the mutation run.
+"""The prompt hand-off probe (R17) of the examples stage.
 
 The stress stage's pacing scenarios measure many requests at once over a
 polling connector; none measures one chunk's way through an otherwise idle

@@ -1,4 +1,4 @@
-"""Two throughput-stall probes of the examples stage (issue 11): an adapter that delivers
+"""Two throughput-stall probes of the examples stage: an adapter that delivers
 every chunk, in order and once, but makes some of them wait for no reason.
 
 **Independent builds** (R7, R17). Two adapters made by the same factory in
