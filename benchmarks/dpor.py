@@ -50,14 +50,7 @@ from chunk_adapter.explore import (
     explore,
 )
 
-BUGS = [
-    ("NoTokenCheck", "q5-cleanup-inflight-get"),
-    ("SplitPoll", "q4-receiver-finished"),
-    ("LostWakeup", "q7-stop-wakes-save"),
-    ("LostWakeup", "q1-save-snapshot-enqueue"),
-    ("WaitNotInLoop", "q7-stop-idle"),
-    ("TwoSaveThreads", "q1-save-snapshot-enqueue"),
-]
+BUGS = broken.FOUND_BY
 STRATEGIES: list[tuple[str, Callable[[], Strategy]]] = [
     ("PCT", lambda: PctStrategy(seed=0, executions=1_000_000)),
     ("random", lambda: RandomStrategy(seed=0, executions=1_000_000)),

@@ -328,14 +328,7 @@ FAST = [
     ("WaitNotInLoop", "q7-stop-idle"),
     ("LostWakeup", "q7-stop-wakes-save"),
 ]
-BROKEN_CASES = [
-    ("NoTokenCheck", "q5-cleanup-inflight-get"),
-    ("SplitPoll", "q4-receiver-finished"),
-    ("LostWakeup", "q7-stop-wakes-save"),
-    ("LostWakeup", "q1-save-snapshot-enqueue"),
-    ("WaitNotInLoop", "q7-stop-idle"),
-    ("TwoSaveThreads", "q1-save-snapshot-enqueue"),
-]
+BROKEN_CASES = broken.FOUND_BY
 REFERENCE_CASES = [("reference", name) for name in LIBRARY if not name.startswith("pipeline/")]
 
 

@@ -104,3 +104,14 @@ BROKEN: dict[str, type[ChunkAdapter]] = {
     cls.__name__: cls
     for cls in (NoTokenCheck, SplitPoll, LostWakeup, WaitNotInLoop, TwoSaveThreads)
 }
+
+FOUND_BY: list[tuple[str, str]] = [
+    ("NoTokenCheck", "q5-cleanup-inflight-get"),
+    ("SplitPoll", "q4-receiver-finished"),
+    ("LostWakeup", "q7-stop-wakes-save"),
+    ("LostWakeup", "q1-save-snapshot-enqueue"),
+    ("WaitNotInLoop", "q7-stop-idle"),
+    ("TwoSaveThreads", "q1-save-snapshot-enqueue"),
+]
+"""Each broken adapter with a library scenario that finds it (the DPOR benchmark's rows,
+and the cases where DFS and DPOR must agree)."""
