@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._death import survivable
-from ._logpace import LogPace, more
+from ._logpace import LogPace
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
@@ -261,16 +261,15 @@ class ReceiverSide:
         except BaseException as exc:
             if not survivable(exc):
                 raise
-            held = self._recv_pace.admit("get", key)
-            if held is not None:
-                self.log.info("get %s failed: %r; will retry%s", key, exc, more(held))
+            self._recv_pace.say(
+                self.log.info, "get", key, "get %s failed: %r; will retry", key, exc
+            )
             failed = True
         if value is not None and not isinstance(value, dict):
-            held = self._recv_pace.admit("not a dict", key)
-            if held is not None:
-                self.log.warning(
-                    "get %s returned %r, not a dict; ignoring it%s", key, value, more(held)
-                )
+            self._recv_pace.say(
+                self.log.warning, "not a dict", key,
+                "get %s returned %r, not a dict; ignoring it", key, value,
+            )  # fmt: skip
             value, failed = None, True
         with self._recv_lock:
             self._recv_counts["gets"] += 1
@@ -316,11 +315,10 @@ class ReceiverSide:
         except BaseException as exc:
             if not survivable(exc):
                 raise
-            held = self._recv_pace.admit("drain get", key)
-            if held is not None:
-                self.log.info(
-                    "get %s (discarding a cleaned-up stream) failed: %r%s", key, exc, more(held)
-                )
+            self._recv_pace.say(
+                self.log.info, "drain get", key,
+                "get %s (discarding a cleaned-up stream) failed: %r", key, exc,
+            )  # fmt: skip
             value = exc
         now = self.runtime.monotonic()
         gave_up = False

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._death import cause, survivable
-from ._logpace import LogPace, more
+from ._logpace import LogPace
 from ._validate import check_final, check_request_id, non_negative, short_repr
 from .connectors.base import Connector, chunk_key, is_permanent
 from .errors import AdapterFailed, AdapterStopped, SnapshotError
@@ -178,14 +178,10 @@ class SenderSide:
             except BaseException as exc:
                 if not survivable(exc):
                     raise
-                held = self._send_pace.admit("build", request_id)
-                if held is not None:
-                    self.log.exception(
-                        "build_payload failed for %s (final=%s)%s",
-                        short_repr(request_id),
-                        is_final,
-                        more(held),
-                    )
+                self._send_pace.say(
+                    self.log.exception, "build", request_id,
+                    "build_payload failed for %s (final=%s)", short_repr(request_id), is_final,
+                )  # fmt: skip
                 self._count_send("build_failures")
                 if not is_final:
                     self._count_send("dropped_build_failed")
@@ -224,11 +220,15 @@ class SenderSide:
                     self.log.warning("dropping %s after %d failed puts: %r", key, tries, exc)
                     self._count_send("dropped_put_failed")
                     return
-                held = self._send_pace.admit("put", key)
-                if held is not None:
-                    self.log.info(
-                        "put %s failed (try %d): %r; retrying%s", key, tries, exc, more(held)
-                    )
+                self._send_pace.say(
+                    self.log.info,
+                    "put",
+                    key,
+                    "put %s failed (try %d): %r; retrying",
+                    key,
+                    tries,
+                    exc,
+                )
                 self._count_send("put_retries")
                 if self._stop.wait(self._backoff(tries, is_final)):
                     self._abandon_in_flight()

@@ -10,6 +10,7 @@ next line that gets through says how many it stands for. The counters in
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["INTERVAL", "LogPace", "more"]
 
@@ -42,6 +43,15 @@ class LogPace:
         if len(self._last) > KEEP:
             self._forget(now)
         return 0 if entry is None else entry[1]
+
+    def say(
+        self, write: Callable[..., None], what: str, key: str, message: str, *args: Any
+    ) -> None:
+        """``write(message, *args)`` (a logger method) unless held back; a line written
+        after some were held back says how many (``message`` gets a trailing ``%s``)."""
+        held = self.admit(what, key)
+        if held is not None:
+            write(message + "%s", *args, more(held))
 
     def _forget(self, now: float) -> None:
         """Drop the keys whose interval passed with nothing held back (their next line
