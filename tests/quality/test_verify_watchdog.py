@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from chunk_adapter.verify.watchdog import CallWatch, WatchedAdapter
+from tests.unit._wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = "tests.quality.watchdog_stages"
@@ -46,6 +49,45 @@ def test_a_call_stuck_past_its_bound_is_a_finding_naming_the_call(tmp_path: Path
     assert results[0]["verdict"] == "fail" and results[0]["rules"] == ["R3"], results
     assert "save_async('r', 1, False) did not return within" in str(results[0]["evidence"])
     assert time.monotonic() - start < 55, "the finding waited for the stage deadline"
+
+
+PARENT = """
+import subprocess, sys
+worker = subprocess.Popen([sys.executable, "-m", "chunk_adapter.verify.worker", *sys.argv[1:]])
+print(worker.pid, flush=True)
+sys.stdin.read()  # until the test kills this process
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether process *pid* has ended (a zombie no one reaps counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see the orphan")
+def test_a_worker_ends_when_the_verify_that_started_it_is_killed(tmp_path: Path) -> None:
+    """A cancelled CI job kills verify; its stage worker must not run on for its budget."""
+    out = tmp_path / "events.jsonl"
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, "stress", "--adapter", "chunk_adapter.adapter:ChunkAdapter",
+         "--profile", "ci", "--seed", "0", "--seconds", "120", "--replay-prefix",
+         "chunk-adapter verify", "--out", str(out), "--target", f"{STAGES}:slow_but_nothing_stuck"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    try:
+        wait_until(lambda: out.exists() and '"check"' in out.read_text(), 30.0, "the stage started")
+        parent.kill()
+        parent.wait(10)
+        wait_until(lambda: _gone(worker), 10.0, "the orphaned worker ended")
+    finally:
+        if not _gone(worker):
+            os.kill(worker, signal.SIGKILL)
 
 
 def test_a_watched_adapter_forwards_everything_and_forgets_finished_calls() -> None:

@@ -5,7 +5,8 @@ appends one JSON line per event to FILE as it goes (``check`` before a check
 runs, ``result`` after, ``done`` at the end), so the parent knows what finished
 and what was running. The worker watches itself (:mod:`.watchdog`): a call into
 the adapter stuck past its bound ends the stage with a finding naming that
-call; reaching the stage's deadline with nothing stuck ends it inconclusive.
+call; reaching the stage's deadline with nothing stuck ends it inconclusive; the
+verify that started it killed (a cancelled CI job) ends it within a tick.
 It leaves with ``os._exit``: threads the adapter left behind, daemon or not,
 cannot keep it alive.
 """
@@ -71,9 +72,15 @@ def _finish(events: _Events, stage: str) -> None:
     os._exit(0)
 
 
-def _watchdog(events: _Events, watch: CallWatch, ctx: StageContext, stage: str) -> None:
-    """Runs beside the stage until one of: a stuck call, the deadline. Then ends the worker."""
+def _watchdog(
+    events: _Events, watch: CallWatch, ctx: StageContext, stage: str, parent: int
+) -> None:
+    """Runs beside the stage until one of: a stuck call, the deadline, the verify that
+    started this worker gone. Then ends the worker."""
     while True:
+        if os.getppid() != parent:  # verify was killed (a CI job cancelled): nobody reads on
+            events.close()
+            os._exit(3)
         stuck = watch.stuck()
         if stuck:
             worst = stuck[0]
@@ -132,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     # Run another stage function under this stage's name (the worker's own tests).
     parser.add_argument("--target", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    parent = os.getppid()  # the verify that started this worker; it ends with it
     # The reference adapter logs every injected fault; a verdict does not need them.
     logging.getLogger("chunk_adapter").setLevel(logging.CRITICAL)
     events = _Events(args.out)
@@ -167,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     watch = CallWatch()
     threading.Thread(
-        target=_watchdog, args=(events, watch, ctx, stage.name), name="verify-watchdog", daemon=True
+        target=_watchdog,
+        args=(events, watch, ctx, stage.name, parent),
+        name="verify-watchdog",
+        daemon=True,
     ).start()
     try:
         factory = load_factory(args.adapter)
