@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._death import survivable
+from ._death import survived
 from ._logpace import LogPace
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
@@ -258,9 +258,7 @@ class ReceiverSide:
         failed = False
         try:
             value = self.connector.get(key)
-        except BaseException as exc:
-            if not survivable(exc):
-                raise
+        except survived() as exc:
             self._recv_pace.say(
                 self.log.info, "get", key, "get %s failed: %r; will retry", key, exc
             )
@@ -312,9 +310,7 @@ class ReceiverSide:
         value: Any = None
         try:
             value = self.connector.get(key)
-        except BaseException as exc:
-            if not survivable(exc):
-                raise
+        except survived() as exc:
             self._recv_pace.say(
                 self.log.info, "drain get", key,
                 "get %s (discarding a cleaned-up stream) failed: %r", key, exc,

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from ._death import cause, survivable
+from ._death import cause, survived
 from ._logpace import LogPace
 from ._validate import check_final, check_request_id, non_negative, short_repr
 from .connectors.base import Connector, chunk_key, is_permanent
@@ -175,9 +175,7 @@ class SenderSide:
         if not cancelled:
             try:
                 payload = self.build_payload(request_id, snap, is_final)
-            except BaseException as exc:
-                if not survivable(exc):
-                    raise
+            except survived():
                 self._send_pace.say(
                     self.log.exception, "build", request_id,
                     "build_payload failed for %s (final=%s)", short_repr(request_id), is_final,
@@ -208,9 +206,7 @@ class SenderSide:
             key = chunk_key(request_id, self.stage_id, chunk_id)
             try:
                 self.connector.put(key, value)
-            except BaseException as exc:
-                if not survivable(exc):
-                    raise
+            except survived() as exc:
                 tries += 1
                 self._count_send("put_failures")
                 if isinstance(exc, Exception) and is_permanent(exc):  # a cancellation is not

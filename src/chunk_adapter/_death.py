@@ -6,7 +6,7 @@
 
 * **a cancellation** (``asyncio.CancelledError``): the callee's own work was
   cancelled (an ``asyncio.run`` or ``wait_for`` inside a build). The adapter has
-  no task to cancel, so it is that call's failure too (:func:`survivable`);
+  no task to cancel, so it is that call's failure too (:func:`survived`);
 * **a request to end** (``SystemExit``, ``KeyboardInterrupt``, anything else):
   a background thread can neither honour it nor honestly ignore it. The thread
   ends *loudly* (:func:`cause`): logged at CRITICAL, and the adapter's next
@@ -21,15 +21,14 @@ from __future__ import annotations
 import sys
 import traceback
 
-__all__ = ["cause", "survivable"]
+__all__ = ["cause", "survived"]
 
 
-def survivable(exc: BaseException) -> bool:
-    """Whether *exc*, raised by the caller's code, is that one call's failure (module doc)."""
-    if isinstance(exc, Exception):
-        return True
+def survived() -> tuple[type[BaseException], ...]:
+    """What the caller's code may raise and be that one call's failure (module doc): the
+    ``except`` clause around each build, put and get names this."""
     asyncio = sys.modules.get("asyncio")  # no cancellation without asyncio loaded
-    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+    return (Exception,) if asyncio is None else (Exception, asyncio.CancelledError)
 
 
 def cause(thread: str, exc: BaseException) -> str:

@@ -307,10 +307,10 @@ def thread_frames() -> dict[int, Any]:
     """``sys._current_frames()`` with the garbage collector held off while it runs.
 
     CPython before 3.11.9 and 3.12.3 (gh-106883) holds the interpreter's thread-list lock
-    while it builds that dict; a collection started by one of its allocations may run a
-    finaliser that needs the same lock (a greenlet or thread state of an execution that
-    ended), and the process deadlocks in C. Seen here: a verify worker stuck for good
-    between two executions, its stage reported inconclusive after its whole budget."""
+    while it builds that dict; a collection started by one of its allocations may free a
+    ``threading.local`` caught in a reference cycle, whose ``local_clear`` takes the same
+    lock, and the process deadlocks in C (gh-102126). Seen here: a verify worker stuck for
+    good between two executions, its stage reported inconclusive after its whole budget."""
     enabled = gc.isenabled()
     gc.disable()
     try:
