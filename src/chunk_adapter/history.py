@@ -64,8 +64,9 @@ class History:
         # append or a set update, never while calling out.
         self._lock = threading.Lock()
         # On _lock. Notified (notify_all) by timed() each time a call's record
-        # is in; settle() waits on it.
+        # is in, when a settle() waits on it (_settling counts those, on _lock).
         self._closed = threading.Condition(self._lock)
+        self._settling = 0
         self._seq = 0
         self._records: list[Any] = []
         # One token per timed() call whose record is not appended yet.
@@ -94,6 +95,11 @@ class History:
                 return list(self._records)
             return [r for r in self._records if isinstance(r, kind)]
 
+    def records_from(self, start: int) -> list[Any]:
+        """A copy of the records appended after the first *start*, in append order."""
+        with self._lock:
+            return self._records[start:]
+
     def timed(
         self,
         fn: Callable[[], T],
@@ -120,7 +126,8 @@ class History:
         finally:
             with self._closed:
                 self._open.discard(token)
-                self._closed.notify_all()
+                if self._settling:
+                    self._closed.notify_all()
         return result, error
 
     def settle(self, timeout: float) -> bool:
@@ -135,11 +142,15 @@ class History:
         deadline = time.monotonic() + timeout
         with self._closed:
             waiting = set(self._open)
-            while waiting & self._open:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._closed.wait(remaining)
+            self._settling += 1
+            try:
+                while waiting & self._open:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._closed.wait(remaining)
+            finally:
+                self._settling -= 1
         return True
 
     def __len__(self) -> int:

@@ -66,6 +66,8 @@ CONFIRM_RUNTIME = "thread"
 adapter's own way of running, so a failure found on greenlets is seen again without them
 (and a disagreement between the runtimes would be inconclusive, never a red)."""
 
+_FINISHED = TaskState.FINISHED  # read at every hand-off (an Enum class attribute is slow)
+
 _FAKE_IDENTS = itertools.count(1 << 48)
 """Thread idents for greenlet tasks (no OS thread has one this large)."""
 
@@ -78,6 +80,11 @@ class Carrier:
     def key(self) -> Any:
         """What identifies the running task (the table :meth:`Controller.me` reads)."""
         raise NotImplementedError
+
+    def key_function(self) -> Callable[[], Any]:
+        """:meth:`key` as the controller calls it at every step: the function underneath
+        where there is one (no method call in between), else the bound method."""
+        return self.key
 
     def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
@@ -110,6 +117,9 @@ class ThreadCarrier(Carrier):
     def key(self) -> Any:
         return real.get_ident()
 
+    def key_function(self) -> Callable[[], Any]:
+        return real.get_ident
+
     def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
         task.baton = real.allocate_lock()
@@ -136,7 +146,7 @@ class ThreadCarrier(Carrier):
         if nxt is not None:
             assert nxt.baton is not None
             nxt.baton.release()
-        if me.state is TaskState.FINISHED:
+        if me.state is _FINISHED:
             return
         assert me.baton is not None
         me.baton.acquire()
@@ -172,6 +182,9 @@ class GreenletCarrier(Carrier):
 
     def key(self) -> Any:
         return self._getcurrent()
+
+    def key_function(self) -> Callable[[], Any]:
+        return self._getcurrent  # type: ignore[no-any-return]
 
     def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
@@ -221,7 +234,7 @@ class GreenletCarrier(Carrier):
             glet.switch()  # it raises Aborted where it waits, and unwinds
 
     def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
-        if me.state is TaskState.FINISHED:
+        if me.state is _FINISHED:
             return  # its greenlet ends: the hub switches to ctl.current
         if nxt is not None:
             assert nxt.glet is not None

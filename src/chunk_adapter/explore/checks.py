@@ -12,7 +12,7 @@ itself reports deadlocks, livelocks, hangs after ``stop()`` and crashed threads.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from ..history import BuildCall, ConnectorOp, History
 from ..oracles import CallRecord, RecordedAdapter, check, split_key
@@ -21,7 +21,7 @@ from .execution import Execution
 from .pipeline import Hop
 from .tasks import Failure
 
-__all__ = ["default_checker", "default_wrap", "owed_now"]
+__all__ = ["Owed", "default_checker", "default_wrap", "owed_now"]
 
 
 def default_wrap() -> Callable[[Any, History], Any]:
@@ -85,6 +85,63 @@ def owed_now(execution: Execution) -> bool:
     return owed
 
 
+_NO_END = object()  # what a record without an ``end`` has as one (never in a prefix)
+
+
+class Owed:
+    """:func:`owed_now` of one execution, asked again and again as its history grows.
+
+    A settle asks it every quarter of a virtual second; rebuilding each hop's history
+    up to the cut from the whole history every time was quadratic in a long world. This
+    keeps each hop's records up to the cut (``_parts``, one :class:`History` per hop, or
+    one for a single hop) and adds only the records appended since the last call, so
+    each call judges exactly the histories :func:`owed_now` would build. A new record
+    that could still change which part it belongs to — one that ends at or after the
+    cut, or a build whose member is not known yet — makes that call rebuild from
+    scratch (:func:`owed_now`) and the next start over; neither happens in a run (a
+    record is appended once it ended, a build's member is noted as it is appended)."""
+
+    def __init__(self, probe: Callable[[int], Execution]) -> None:
+        self._probe = probe  # the execution as owed_now judges it, at a given cut
+        self._first: Execution | None = None
+        self._parts: list[History] = []
+        self._seen = 0  # records of the history added to the parts so far
+
+    def __call__(self, cut: int) -> bool:
+        """Whether something is owed at *cut* (a sequence number just taken)."""
+        if self._first is None:
+            self._first = self._probe(cut)
+            self._parts = [History() for _ in _hops_or_one(self._first)]
+        execution = self._first
+        new = execution.history.records_from(self._seen)
+        hops = _hops_or_one(execution)
+        roles = execution.build_roles
+        for record in new:
+            end = getattr(record, "end", _NO_END)
+            if end is _NO_END:
+                continue  # no end: never in a prefix (_prefix)
+            if cast(int, end) >= cut or (len(hops) > 1 and isinstance(record, BuildCall)
+                              and id(record) not in roles):  # fmt: skip
+                self._first, self._seen = None, 0  # start over next time
+                return owed_now(self._probe(cut))
+            for part, hop in zip(self._parts, hops, strict=True):
+                if hop is None or _on_hop(record, hop, roles):
+                    part.append(record)
+        self._seen += len(new)
+        owed = False
+        for part in self._parts:
+            for v in check(part, quiescent=True, put_tries=execution.put_tries):
+                if v.at is not None:
+                    return False
+                owed = owed or v.rule not in SCHEDULER_OWES
+        return owed
+
+
+def _hops_or_one(execution: Execution) -> tuple[Hop | None, ...]:
+    """The hops :func:`_by_hop` splits the history by; ``(None,)``: the whole history."""
+    return execution.hops if len(execution.hops) > 1 else (None,)
+
+
 def _by_hop(execution: Execution) -> Iterator[tuple[str, History]]:
     """``(suffix, history)`` per hop: the whole history when there is one hop, else each
     hop's own records and ``" [hop a->b]"`` for its messages."""
@@ -104,22 +161,25 @@ def _hop_history(execution: Execution, hop: Hop) -> History:
     """The records of one hop, in their original order and sequence numbers."""
     out = History()
     for record in execution.history.records():
-        if isinstance(record, CallRecord):
-            keep = (
-                (record.adapter == hop.sender and record.call in _SENDING)
-                or (record.adapter == hop.receiver and record.call in _RECEIVING)
-                or (record.call == "stop" and record.adapter in (hop.sender, hop.receiver))
-            )
-        elif isinstance(record, ConnectorOp):
-            parsed = split_key(record.key)
-            keep = parsed is not None and parsed[1] == hop.stage_id
-        elif isinstance(record, BuildCall):
-            keep = execution.build_roles.get(id(record)) == hop.sender
-        else:
-            keep = True
-        if keep:
+        if _on_hop(record, hop, execution.build_roles):
             out.append(record)
     return out
+
+
+def _on_hop(record: Any, hop: Hop, build_roles: dict[int, str]) -> bool:
+    """Whether *record* is one of *hop*'s (:func:`_hop_history`)."""
+    if isinstance(record, CallRecord):
+        return (
+            (record.adapter == hop.sender and record.call in _SENDING)
+            or (record.adapter == hop.receiver and record.call in _RECEIVING)
+            or (record.call == "stop" and record.adapter in (hop.sender, hop.receiver))
+        )
+    if isinstance(record, ConnectorOp):
+        parsed = split_key(record.key)
+        return parsed is not None and parsed[1] == hop.stage_id
+    if isinstance(record, BuildCall):
+        return build_roles.get(id(record)) == hop.sender
+    return True
 
 
 def _prefix(history: History, cut: int) -> History:

@@ -60,6 +60,8 @@ __all__ = [
 
 
 _RUNNABLE = TaskState.RUNNABLE  # read at every step
+_BLOCKED = TaskState.BLOCKED
+_FINISHED = TaskState.FINISHED
 
 
 class Pruned(Exception):
@@ -89,7 +91,7 @@ class Controller:
         self.scheduler = scheduler
         self.carrier = make_carrier(runtime)
         self.runtime = self.carrier.name
-        self._key = self.carrier.key
+        self._key = self.carrier.key_function()  # called at every step: no wrapper
         self.max_steps = max_steps
         # wall_timeout: real seconds one task may run without coming back before the execution
         # is abandoned as "uncontrolled": one hand-off's bound, not the execution's.
@@ -104,6 +106,8 @@ class Controller:
         self.steps = 0
         # Over max_steps, tells a busy loop (time stands still) from a long execution.
         self._clock = StepClock(max_steps)
+        # The steps it notes (StepClock.tick does nothing on the others), read at every step.
+        self._mark_every, self._timed_from = self._clock.every, self._clock.real_from
         self.handoffs = 0  # bumped whenever a task enters the controller (the watchdog's pulse)
         self.tasks: list[Task] = []
         self.current: Task | None = None
@@ -118,6 +122,7 @@ class Controller:
         self._by_key: dict[Any, Task] = {}  # the carrier's key of each running task
         self._aborting = False
         self._frozen = False
+        self._over = False  # _frozen or _done set: read at every step instead of both
         # _lock (a real lock: the controller never uses patched primitives) guards
         # decisions, failures, foreign and _frozen against a task that comes back
         # while the driver ends the execution. Held for an append; nobody waits on it.
@@ -175,7 +180,7 @@ class Controller:
     def finish(self) -> None:
         """Freeze the decisions and failures: the execution is over whatever runs late."""
         with self._lock:
-            self._frozen = True
+            self._frozen = self._over = True
             if self.foreign and not any(f.kind == "uncontrolled" for f in self.failures):
                 # First: whatever else went wrong may be its consequence.
                 self.failures.insert(0, foreign(self.foreign))
@@ -286,16 +291,26 @@ class Controller:
         task.points += 1
         self._reschedule(task)
 
+    def switch_point_of(self, task: Task, label: str) -> None:
+        """:meth:`switch_point` for a caller that has the running task already (from
+        :meth:`me`, called just before): the same step, without looking it up again."""
+        if self._aborting:
+            raise Aborted
+        trace = self.trace
+        trace.append(Step(len(trace), task.tid, self.now, label))
+        task.points += 1
+        self._reschedule(task)
+
     def block(self, label: str, deadline: float | None) -> str:
         """Block the running task until :meth:`wake` (or *deadline*); return the wake reason."""
-        task = self.me()
+        task = self._by_key.get(self._key()) or self.me()  # me(), inlined: a task is truthy
         if self._aborting:
             raise Aborted
         timeout = None if deadline is None else deadline - self.now
         creep = None if timeout is None else creeping_deadline(task, timeout)
         if creep is not None:  # a clock outside the explorer's: end the execution here
             self._fail(creep.kind, creep.message)
-        task.state = TaskState.BLOCKED
+        task.state = _BLOCKED
         task.blocked_on = label
         task.deadline = deadline
         task.wake_reason = ""
@@ -304,16 +319,17 @@ class Controller:
         return task.wake_reason
 
     def wake(self, task: Task, reason: str) -> None:
-        if task.state is TaskState.BLOCKED:
-            task.state = TaskState.RUNNABLE
+        if task.state is _BLOCKED:
+            task.state = _RUNNABLE
             task.deadline = None
             task.wake_reason = reason
 
     def note(self, label: str) -> None:
         """Add a line to the trace without a switch point (script calls and their results)."""
-        task = self.me()
+        task = self._by_key.get(self._key()) or self.me()  # me(), inlined: a task is truthy
         self.handoffs += 1
-        self.trace.append(Step(len(self.trace), task.tid, self.now, label))
+        trace = self.trace
+        trace.append(Step(len(trace), task.tid, self.now, label))
 
     def random_u64(self) -> int:
         value = self.scheduler.next_u64()
@@ -334,6 +350,7 @@ class Controller:
     # -- the scheduling core (runs on the task that gives up the turn) --
 
     def _reschedule(self, me: Task) -> None:
+        """*me* is at a step: pick who runs next (:meth:`_pick`) and hand it the turn."""
         self.handoffs += 1
         if self.tracker is not None and not self._frozen:
             self.tracker.end_step(me.tid, self.opaque)
@@ -343,48 +360,84 @@ class Controller:
         if nxt is not None:
             self.current = nxt
         self.carrier.hand(self, me, nxt)
-        if self._aborting and me.state is not TaskState.FINISHED:
+        if self._aborting and me.state is not _FINISHED:
             raise Aborted
 
+    def _end(self) -> None:
+        """The execution is over: nobody is handed the turn again; the driver wakes."""
+        self._over = True
+        self._done.set()
+
     def _pick(self, me: Task) -> Task | None:
-        if self._frozen or self._done.is_set():
+        """The task to run after this step (``None``: the execution is over). Counts the
+        step, fires timeouts when nobody can run, and asks the strategy when there is a
+        choice (or at every step: ``every_step``)."""
+        if self._over:
             return None
         runnable = [t for t in self.tasks if t.state is _RUNNABLE]
-        while not runnable:
-            blocked = [t for t in self.tasks if t.state is TaskState.BLOCKED]
-            if not blocked:
-                self._done.set()  # every task finished: the execution is over
+        if not runnable:
+            runnable = self._fire_timeouts()
+            if not runnable:
                 return None
-            timed = [t for t in blocked if t.deadline is not None]
-            if not timed:
-                self._add_failure(blocked_forever(blocked, self.main_done, self.now))
-                self._done.set()
-                return None
-            # Timeouts fire one at a time: the earliest deadline (then the lowest
-            # id) wakes alone and runs until it blocks before the next one fires;
-            # with timer slack, every deadline within it of the earliest fires too
-            # (each task a little late, none early), and the strategy orders them.
-            due = {t.tid: float(t.deadline) for t in timed if t.deadline is not None}
-            first = min(timed, key=lambda t: (due[t.tid], t.tid))
-            group = [first]
-            if self.slack > 0:  # in id order, like every runnable list
-                group = [t for t in timed if due[t.tid] <= due[first.tid] + self.slack]
-            self.now = max(self.now, *(due[t.tid] for t in group))
-            for task in group:
-                self.wake(task, "timeout")
-            runnable = group
-            # DPOR: the step the timeout starts runs after every step so far (it can
-            # only run once all of them are done and every task blocked).
-            self.touch(TIME_PASSED, "w")
-        self.steps += 1
-        self._clock.tick(self.steps, self.now)
-        if self.steps > self.max_steps:
+        steps = self.steps = self.steps + 1
+        if steps % self._mark_every == 0 or steps >= self._timed_from:
+            self._clock.tick(steps, self.now)
+        if steps > self.max_steps:
             self._add_failure(self._clock.over_budget(self.now, self.main_done))
-            self._done.set()
+            self._end()
             return None
         if len(runnable) == 1 and not self.every_step:
             return runnable[0]
-        current = me.tid if me.state is TaskState.RUNNABLE else None
+        return self._choose(me, runnable)
+
+    def _fire_timeouts(self) -> list[Task]:
+        """No task can run: wake the earliest timed-out task(s) and return them, moving
+        virtual time to their deadline; with none, the execution is over (``[]``).
+
+        Timeouts fire one at a time: the earliest deadline (then the lowest id) wakes
+        alone and runs until it blocks before the next one fires; with timer slack, every
+        deadline within it of the earliest fires too (each task a little late, none
+        early), and the strategy orders them."""
+        first: Task | None = None
+        first_due = 0.0
+        blocked = timed = 0
+        for t in self.tasks:  # one pass, in id order: the lowest id wins a tie
+            if t.state is _BLOCKED:
+                blocked += 1
+                due = t.deadline
+                if due is not None:
+                    timed += 1
+                    if first is None or due < first_due:
+                        first, first_due = t, float(due)
+        if first is None:
+            if blocked:
+                stuck_ = [t for t in self.tasks if t.state is _BLOCKED]
+                self._add_failure(blocked_forever(stuck_, self.main_done, self.now))
+            self._end()  # every task finished, or blocked with nothing to wake it
+            return []
+        if self.slack > 0 and timed > 1:  # in id order, like every runnable list
+            limit = first_due + self.slack
+            group = [
+                t
+                for t in self.tasks
+                if t.state is _BLOCKED and t.deadline is not None and float(t.deadline) <= limit
+            ]
+            self.now = max(self.now, *(float(t.deadline) for t in group if t.deadline is not None))
+        else:
+            group = [first]
+            if first_due > self.now:  # max(now, first_due)
+                self.now = first_due
+        for task in group:
+            self.wake(task, "timeout")
+        if self.tracker is not None:
+            # DPOR: the step the timeout starts runs after every step so far (it can
+            # only run once all of them are done and every task blocked).
+            self.touch(TIME_PASSED, "w")
+        return group
+
+    def _choose(self, me: Task, runnable: list[Task]) -> Task | None:
+        """Ask the strategy which of *runnable* runs next (and record the decision)."""
+        current = me.tid if me.state is _RUNNABLE else None
         offered = runnable
         if self.tracker is not None:  # DPOR: not a task that would only block on a lock
             offered = self.tracker.offered(runnable)
@@ -405,16 +458,20 @@ class Controller:
             return None
         except Pruned:
             self.pruned = True
-            self._done.set()
+            self._end()
             return None
         if len(runnable) > 1:
-            self._decide(("t", tid))
-        chosen = self.tasks[tid] if 0 <= tid < len(self.tasks) else None
-        if chosen is None or chosen.state is not TaskState.RUNNABLE:
+            with self._lock:  # _decide, inlined: a third of the steps choose
+                if self._frozen:
+                    raise Aborted  # the execution is over: this late thread must not choose
+                self.decisions.append(("t", tid))
+        tasks = self.tasks
+        chosen = tasks[tid] if 0 <= tid < len(tasks) else None
+        if chosen is None or chosen.state is not _RUNNABLE:
             self._fail("diverged", f"the schedule chose task {tid}, which cannot run now")
             return None
         return chosen
 
     def _fail(self, kind: str, message: str) -> None:
         self._add_failure(Failure(kind, message))
-        self._done.set()
+        self._end()

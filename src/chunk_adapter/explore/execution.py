@@ -198,17 +198,22 @@ def run_once(
     if judged(scenario):
         history.clock = runtime.monotonic  # each record's virtual time (R17)
 
-    def owed() -> bool:
-        """Whether, were the run to stop now, something would still be owed (liveness)."""
-        from .checks import owed_now  # checks imports this module
-
-        probe = Execution(
+    def probe(cut: int) -> Execution:
+        """The execution so far, as :func:`~.checks.owed_now` judges it at *cut*."""
+        return Execution(
             scenario=scenario, schedule="", task_names=[], trace=[], steps=0,
-            virtual_time=ctl.now, history=history, cut=history.tick(),
+            virtual_time=ctl.now, history=history, cut=cut,
             put_tries=setup.put_tries(options), hops=tuple(hops(*scenario.layout)),
             build_roles=stand.build_roles,
         )  # fmt: skip
-        return owed_now(probe)
+
+    from .checks import Owed  # checks imports this module
+
+    owed_so_far = Owed(probe)  # each hop's records kept up to date between settles
+
+    def owed() -> bool:
+        """Whether, were the run to stop now, something would still be owed (liveness)."""
+        return owed_so_far(history.tick())
 
     roles = tuple(m.role for m in stand.layout) if len(stand.layout) > 1 else ()
 
@@ -391,7 +396,8 @@ def _settle(
                     f"(progress counter {ctl.progress}); something keeps putting or building"
                 )
             _own_sleep(ctl, runtime, quantum)
-            ctl.touch(PROGRESS, "r")
+            if ctl.tracking:
+                ctl.touch(PROGRESS, "r")
             if ctl.progress != seen:
                 seen, last_change = ctl.progress, ctl.now
         if faults_end() > ctl.now:

@@ -30,6 +30,27 @@ __all__ = [
 ]
 
 
+_SHOWN: dict[float, str] = {}
+"""The text of the positive float timeouts labels showed so far (:func:`_shown`)."""
+_SHOWN_MAX = 4096
+
+
+def _shown(value: float | None) -> str:
+    """``f"{value}"``, as a label shows a timeout. A float's text (its ``repr``) costs as
+    much as the rest of a step, and the same few timeouts come back at nearly every step
+    (an idle backoff, a wait timeout): positive floats are remembered (equal ones have the
+    same text; not 0.0 and -0.0, nor NaN). Shared by concurrent executions: a dict's get
+    and set are atomic, and a full one is emptied."""
+    if type(value) is float and value > 0:
+        text = _SHOWN.get(value)
+        if text is None:
+            if len(_SHOWN) >= _SHOWN_MAX:
+                _SHOWN.clear()
+            text = _SHOWN[value] = f"{value}"
+        return text
+    return f"{value}"
+
+
 def _deadline(ctl: Controller, timeout: float | None) -> float | None:
     if timeout is None or timeout < 0:
         return None
@@ -51,9 +72,13 @@ class ControlledLock:
         me = ctl.me()
         if blocking and timeout != 0:
             me.wants = self
-        ctl.switch_point(f"acquire {self.name}")
+        ctl.switch_point_of(me, f"acquire {self.name}")
         me.wants = None
-        ctl.touch(self.key, "w")
+        if ctl.tracking:
+            ctl.touch(self.key, "w")
+        if self.owner is None:  # free: taken at once (the loop below would not run)
+            self._take(me)
+            return True
         deadline = _deadline(ctl, timeout) if blocking else None
         while self.owner is not None:
             if self.owner is me and not self._reentrant():
@@ -82,14 +107,17 @@ class ControlledLock:
         self._release_fully()
 
     def _release_fully(self) -> None:
-        self._ctl.touch(self.key, "w")
+        ctl = self._ctl
+        if ctl.tracking:
+            ctl.touch(self.key, "w")
         owner = self.owner
         if owner is not None:  # for the section gap (strategies.sections): when and what
-            owner.released, owner.released_at = self, self._ctl.steps
+            owner.released, owner.released_at = self, ctl.steps
         self.owner = None
-        waiters, self._waiters = self._waiters, []
-        for task in waiters:
-            self._ctl.wake(task, "lock released")
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for task in waiters:
+                ctl.wake(task, "lock released")
 
     def locked(self) -> bool:
         self._ctl.touch(self.key, "r")
@@ -181,29 +209,32 @@ class ControlledCondition:
     def release(self) -> None:
         self.lock.release()
 
-    def _check_owner(self, what: str) -> Task:
-        me = self._ctl.me()
+    def _check_owner(self, me: Task, what: str) -> None:
+        """*me* (the running task) must hold the lock."""
         if self.lock.owner is not me:
             raise RuntimeError(f"cannot {what} on un-acquired lock ({self.name})")
-        return me
 
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl
-        ctl.switch_point(f"wait {self.name} timeout={timeout}")
-        ctl.touch(self.key, "w")
-        me = self._check_owner("wait")
+        me = ctl.me()
+        ctl.switch_point_of(me, f"wait {self.name} timeout={_shown(timeout)}")
+        if ctl.tracking:
+            ctl.touch(self.key, "w")
+        self._check_owner(me, "wait")
         if timeout is not None and timeout <= 0:
             return False  # a zero wait: nobody can notify in between (the switch point was it)
         count = getattr(self.lock, "count", 1)
         self.lock._release_fully()
         self._waiters.append(me)
-        label = f"wait {self.name}" + (" (no timeout)" if timeout is None else f" {timeout}s")
+        until = " (no timeout)" if timeout is None else f" {_shown(timeout)}s"
+        label = f"wait {self.name}{until}"
         reason = ctl.block(label, _deadline(ctl, timeout))
         if me in self._waiters:
             self._waiters.remove(me)
         # Re-acquire without a switch point of its own: the wake-up was the choice.
-        ctl.touch(self.key, "w")
-        ctl.touch(self.lock.key, "w")
+        if ctl.tracking:
+            ctl.touch(self.key, "w")
+            ctl.touch(self.lock.key, "w")
         while self.lock.owner is not None:
             self.lock._waiters.append(me)
             ctl.block(f"re-acquire {self.lock.name} after {self.name}", None)
@@ -230,9 +261,12 @@ class ControlledCondition:
         return result
 
     def notify(self, n: int = 1) -> None:
-        self._ctl.switch_point(f"notify {self.name}")
-        self._ctl.touch(self.key, "w")
-        self._check_owner("notify")
+        ctl = self._ctl
+        me = ctl.me()
+        ctl.switch_point_of(me, f"notify {self.name}")
+        if ctl.tracking:
+            ctl.touch(self.key, "w")
+        self._check_owner(me, "notify")
         woken, self._waiters = self._waiters[:n], self._waiters[n:]
         for task in woken:
             self._ctl.wake(task, "notified")
@@ -270,22 +304,26 @@ class ControlledEvent:
         self._flag = False
 
     def is_set(self) -> bool:
-        self._ctl.switch_point(f"is_set {self.name}")
-        self._ctl.touch(self.key, "r")
+        ctl = self._ctl
+        ctl.switch_point(f"is_set {self.name}")
+        if ctl.tracking:
+            ctl.touch(self.key, "r")
         return self._flag
 
     isSet = is_set  # threading.Event's old name
 
     def wait(self, timeout: float | None = None) -> bool:
         ctl = self._ctl
-        ctl.switch_point(f"wait {self.name} timeout={timeout}")
-        ctl.touch(self.key, "r")
+        me = ctl.me()
+        ctl.switch_point_of(me, f"wait {self.name} timeout={_shown(timeout)}")
+        if ctl.tracking:
+            ctl.touch(self.key, "r")
         if self._flag or (timeout is not None and timeout <= 0):
             return self._flag
-        me = ctl.me()
         self._waiters.append(me)
         ctl.block(f"wait {self.name}", _deadline(ctl, timeout))
-        ctl.touch(self.key, "r")
+        if ctl.tracking:
+            ctl.touch(self.key, "r")
         if me in self._waiters:
             self._waiters.remove(me)
         return self._flag
@@ -378,8 +416,9 @@ class ControlledRuntime:
             return
         # No separate switch point: nothing moves the clock while anyone can run,
         # so running another thread just before the sleep starts changes nothing.
-        ctl.note(f"sleep {seconds}")
-        ctl.block(f"sleep {seconds}", ctl.now + seconds)
+        label = f"sleep {_shown(seconds)}"
+        ctl.note(label)
+        ctl.block(label, ctl.now + seconds)
 
     def __repr__(self) -> str:
         return "ControlledRuntime()"

@@ -94,7 +94,8 @@ class ExplorerConnector(ConnectorWrapper):
             raise
         if value is not None:
             ctl.progress += 1
-            ctl.touch(PROGRESS, "c")
+            if ctl.tracking:
+                ctl.touch(PROGRESS, "c")
             ctl.note(f"  get {key} -> {_short(value)}")
         return value
 
@@ -110,10 +111,11 @@ class ExplorerBuilder:
         ctl = self._ctl
         ctl.switch_point(f"build_payload({request_id!r}, {_short(snapshot, 30)}, {is_final})")
         ctl.progress += 1
-        for recorded in hist(request_id, SEND):
-            ctl.touch(recorded, "w")  # recorded; a fail_build for it may fire
-        ctl.touch(HIST_ALL, "r")
-        ctl.touch(PROGRESS, "c")
+        if ctl.tracking:
+            for recorded in hist(request_id, SEND):
+                ctl.touch(recorded, "w")  # recorded; a fail_build for it may fire
+            ctl.touch(HIST_ALL, "r")
+            ctl.touch(PROGRESS, "c")
         try:
             return self.inner(request_id, snapshot, is_final)
         except Exception as exc:
