@@ -25,7 +25,7 @@ from chunk_adapter.connectors import KeyOccupied, RedisConnector, is_permanent
 from chunk_adapter.connectors import _redis_parts as redis_parts
 from chunk_adapter.connectors import redis as redis_module
 from chunk_adapter.connectors.redis_server import RedisServer
-from chunk_adapter.connectors.serialization import PICKLE
+from chunk_adapter.connectors.serialization import PICKLE, SAFE
 from tests.connectors._connector_e2e import wait_for
 
 BOUND = 10.0  # seconds any wait below may take; never expected to be reached
@@ -79,7 +79,8 @@ def test_a_value_without_the_header_is_foreign_and_still_readable(
 ) -> None:
     """A value another tool stored (no header) is never overwritten, and get reads it."""
     conn, _ = pair
-    conn.client.set((redis_prefix + "r_0_0").encode(), b'{"data": 7, "finished": true}')
+    stored = bytes(SAFE.dumps(value(7, True)))  # the default format, without the header
+    conn.client.set((redis_prefix + "r_0_0").encode(), stored)
     with pytest.raises(KeyOccupied, match="not put by a RedisConnector") as info:
         conn.put("r_0_0", value("mine"))
     assert is_permanent(info.value)

@@ -25,12 +25,13 @@ from .gates import Gate, GatedConnector
 from .memory import MemoryConnector
 from .recording import CountingConnector, RecordingConnector
 from .redis import RedisConnector, RedisConnectorError, RedisNotInstalled
-from .serialization import PICKLE, SAFE, SerializationError, Serializer
+from .serialization import PICKLE, SAFE, SAFE_JSON, SerializationError, Serializer
 from .shm import KeyOccupied, SharedMemoryConnector, ShmCorrupt, ShmForeign
 
 __all__ = [
     "PICKLE",
     "SAFE",
+    "SAFE_JSON",
     "Connector",
     "CountingConnector",
     "Doorbell",

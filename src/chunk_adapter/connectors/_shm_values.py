@@ -20,7 +20,9 @@ from ._shm_layout import COMMITTED, HEADER, MAGIC, STATE_AT, KeyOccupied, ShmCor
 __all__ = ["fill", "occupied", "read_value", "writer_of"]
 
 
-def fill(shm: Segment, size: int, writer: bytes, raw_key: bytes, data: bytes) -> None:
+def fill(
+    shm: Segment, size: int, writer: bytes, raw_key: bytes, data: bytes | bytearray | memoryview
+) -> None:
     """Size *shm* to *size* bytes and write the value; ``state = COMMITTED`` is the last
     store (the publication). Raises ``OSError`` when the file system is full."""
     reserve(shm, size)

@@ -32,7 +32,7 @@ Pub/sub is at most once (a message sent while the listener reconnects is
 lost, and so is one whose PUBLISH fails: the put still succeeded, and says so
 at WARNING), which the capability allows: the adapter re-polls now and then.
 
-Trust and isolation. Values are stored with the ``safe-json`` serializer by
+Trust and isolation. Values are stored with the ``safe-msgpack`` serializer by
 default, which cannot run code when it reads (anyone who can write to the
 database could otherwise run code in every receiver); pass
 ``serializer=PICKLE`` only for a database no untrusted client can write.

@@ -1,15 +1,21 @@
 """Turning wire values into bytes and back, for the connectors that store bytes.
 
-A :class:`Serializer` is a ``dumps``/``loads`` pair. The default, :data:`SAFE`,
-cannot run code when it reads: it is JSON with tags for what JSON lacks
-(:mod:`._safe_json`: ``None``, ``bool``, ``int``, ``float``, ``str``,
-``bytes``, ``list``, ``tuple``, ``dict`` with any such keys, ``set``,
-``frozenset``), so bytes planted by another user or a hostile store are data,
-never code. :data:`PICKLE` handles everything ``pickle`` does, and runs
-whatever code the bytes name when it reads them: pass ``serializer=PICKLE``
-only when every writer of the namespace or Redis database is trusted. Any
-other pair works too (``Serializer(dumps, loads)``, a ``(dumps, loads)`` tuple,
-or an object with ``dumps`` and ``loads``).
+A :class:`Serializer` is a ``dumps``/``loads`` pair. The default, :data:`SAFE`
+(``"safe-msgpack"``), cannot run code when it reads: it is msgpack with ExtType
+frames (:mod:`._safe_msgpack`) and stores what pipelines move — ``None``,
+``bool``, ``int``, ``float``, ``str``, ``bytes``, ``bytearray``, ``list``,
+``tuple``, ``dict`` with any such keys, ``set``, ``frozenset``, dates and times,
+``Decimal``, dataclasses, numpy arrays and scalars, torch tensors — giving back
+equal values of the same types; a large array costs about what pickle costs.
+Bytes planted by another user or a hostile store are data, never code: a
+dataclass is rebuilt only as a class the reader has already imported.
+:data:`SAFE_JSON` (``"safe-json"``, the default before) is JSON with tags
+(:mod:`._safe_json`), for the built-in types only. :data:`PICKLE` handles
+everything ``pickle`` does, and runs whatever code the bytes name when it reads
+them: pass ``serializer=PICKLE`` only when every writer of the namespace or
+Redis database is trusted. Any other pair works too (``Serializer(dumps,
+loads)``, a ``(dumps, loads)`` tuple, or an object with ``dumps`` and
+``loads``). Sender and receiver must use the same one.
 
 A value the serializer rejects fails the put with :class:`SerializationError`
 *before* anything is stored, so "a put that raised stored nothing" holds. It
@@ -25,10 +31,12 @@ from typing import Any
 
 from ..errors import ConnectorError, InvalidType
 from ._safe_json import safe_dumps, safe_loads
+from ._safe_msgpack import ACCEPTS, msgpack_dumps, msgpack_loads
 
 __all__ = [
     "PICKLE",
     "SAFE",
+    "SAFE_JSON",
     "SerializationError",
     "Serializer",
     "as_serializer",
@@ -61,10 +69,12 @@ class Serializer:
 
 
 PICKLE = Serializer(dumps=_pickle_dumps, loads=pickle.loads, name="pickle")
-SAFE = Serializer(dumps=safe_dumps, loads=safe_loads, name="safe-json")
+SAFE = Serializer(dumps=msgpack_dumps, loads=msgpack_loads, name="safe-msgpack")
+SAFE_JSON = Serializer(dumps=safe_dumps, loads=safe_loads, name="safe-json")
 
 
 _ACCEPTS = {
+    "safe-msgpack": ACCEPTS,
     "safe-json": "None, bool, int, float, str, bytes, list, tuple, dict, set, frozenset",
     "pickle": "no locks, sockets, open files, lambdas or local classes",
 }
@@ -91,8 +101,9 @@ def check_key(key: object, op: str) -> str:
     return key
 
 
-def encode_value(serializer: Serializer, key: str, value: object) -> bytes:
-    """``serializer.dumps(value)`` as bytes, or :class:`SerializationError` naming the fix."""
+def encode_value(serializer: Serializer, key: str, value: object) -> bytes | bytearray | memoryview:
+    """``serializer.dumps(value)`` as a flat buffer of bytes (what dumps returned, not
+    copied: a view stays a view), or :class:`SerializationError` naming the fix."""
     try:
         data = serializer.dumps(value)
     except Exception as exc:
@@ -105,8 +116,12 @@ def encode_value(serializer: Serializer, key: str, value: object) -> bytes:
         ) from exc
     if isinstance(data, str):
         return data.encode("utf-8")
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return bytes(data)
+    if isinstance(data, (bytes, bytearray)):
+        return data
+    if isinstance(data, memoryview):
+        if not data.c_contiguous:
+            return data.tobytes()
+        return data if data.format == "B" and data.ndim == 1 else data.cast("B")
     raise SerializationError(
         f"put({key!r}): the {serializer.name} serializer's dumps returned "
         f"{type(data).__name__}, not bytes; nothing was stored. Fix: make dumps return bytes"

@@ -36,7 +36,7 @@ someone else did (another connector or process), it is a permanent error
 Trust. Segment names are predictable, so every segment is checked before it
 is read or reused: it must belong to this user with mode ``0600``
 (:class:`ShmForeign` otherwise; it is never read). Values are stored with the
-``safe-json`` serializer by default, which cannot run code when it reads.
+``safe-msgpack`` serializer by default, which cannot run code when it reads.
 The default namespace is private to this user and process group
 (:func:`default_namespace`): two pipelines started separately never share
 values unless they pass the same ``namespace``.
