@@ -14,6 +14,7 @@ from .errors import (
     InjectedFault,
     InvalidType,
     InvalidValue,
+    SaveQueueFull,
     SnapshotError,
 )
 from .runtime import Runtime, ThreadingRuntime
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidValue",
     "MemoryConnector",
     "Runtime",
+    "SaveQueueFull",
     "SnapshotError",
     "ThreadingRuntime",
     "__version__",

@@ -15,12 +15,17 @@ from typing import Any
 
 from ._death import cause, survived
 from ._logpace import LogPace
+from ._save_schedule import Attempt, Item, SaveSchedule
 from ._validate import check_final, check_request_id, non_negative, short_repr
 from .connectors.base import Connector, chunk_key, is_permanent
-from .errors import AdapterFailed, AdapterStopped, SnapshotError
+from .errors import AdapterFailed, AdapterStopped, SaveQueueFull, SnapshotError
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
 
 __all__ = ["SenderSide"]
+
+
+def _is_final(what: Attempt | Item) -> bool:
+    return what.is_final if isinstance(what, Attempt) else what[2]
 
 
 class SenderSide:
@@ -36,6 +41,8 @@ class SenderSide:
     put_backoff: float
     put_backoff_max: float
     put_retry_window: float | None
+    final_put_timeout: float | None
+    max_save_queue: int | None
     build_payload: Callable[[str, Any, bool], Any]
     snapshot: Callable[[Any], Any]
     _stop: EventLike
@@ -49,6 +56,12 @@ class SenderSide:
     _saved: int
     _done: int
     _in_flight: tuple[int, str, bool] | None
+    _taken: int
+    _schedule: SaveSchedule
+    _finals_pending: int
+    _ending_by: float | None
+    _cut: set[str]
+    _put_seconds: float
     _abandoned_seq: int
     _idle_cancel_logged: bool
     _send_counts: dict[str, int]
@@ -56,7 +69,12 @@ class SenderSide:
     _send_pace: LogPace
 
     def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
-        """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4)."""
+        """Snapshot *obj* and queue it for the SAVE thread; never blocks (R3, R4).
+
+        With ``max_save_queue``, a non-final chunk saved while that many chunks
+        wait to be sent raises :class:`SaveQueueFull` at once, nothing queued
+        (counted: ``saves_refused``); a final is always accepted (R11).
+        """
         check_request_id(request_id, "save_async")
         check_final(is_final, "save_async")
         self._check_running("save_async")
@@ -70,8 +88,20 @@ class SenderSide:
             ) from exc
         with self._send_cond:
             self._check_running("save_async")
+            bound = self.max_save_queue
+            if bound is not None and not is_final:
+                waiting = len(self._fifo) + self._schedule.pending()
+                if waiting >= bound:
+                    self._send_counts["saves_refused"] += 1
+                    raise SaveQueueFull(
+                        f"save_async({short_repr(request_id)}): {waiting} chunks wait to be "
+                        f"sent, the max_save_queue bound; nothing was queued. Save it again "
+                        "later, cancel_sender the request, or raise max_save_queue (a final "
+                        "is always accepted)"
+                    )
             self._fifo.append((request_id, snap, is_final))
             self._saved += 1
+            self._finals_pending += is_final
             self._queued[request_id] = self._queued.get(request_id, 0) + 1
             self._send_cond.notify()
 
@@ -107,6 +137,7 @@ class SenderSide:
             request_id in self._next_send_id
             or request_id in self._queued
             or (self._in_flight is not None and self._in_flight[1] == request_id)
+            or self._schedule.blocked(request_id)
         )
 
     def flush(self, timeout: float) -> bool:
@@ -132,6 +163,146 @@ class SenderSide:
             return self._death is None  # what a dead thread left is not done
 
     def _save_loop(self) -> None:
+        """The SAVE thread: chunks in save order, a stream whose put fails parked.
+
+        A put that fails transiently parks its stream until its next try is
+        due, and the thread goes on with other requests' chunks; the parked
+        stream's later chunks are held behind it (:mod:`._save_schedule`). A
+        subclass that overrides ``_send_one`` or ``_put_with_retries`` wrote
+        them for one chunk at a time, retried in place: it gets that loop.
+        """
+        mine = (SenderSide._send_one, SenderSide._put_with_retries)
+        if (type(self)._send_one, type(self)._put_with_retries) != mine:
+            self._save_loop_in_place()
+            return
+        while True:
+            with self._send_cond:
+                job = self._next_job()
+                if job is None:
+                    return
+            finished = True
+            try:
+                finished = self._work(job)
+            except Exception:  # a bug of ours must not kill the thread either (R22)
+                self.log.exception(
+                    "SAVE thread: unexpected error on %s; continuing", short_repr(job[0])
+                )
+            except BaseException as exc:  # R30: end loudly, before flush() can see it done
+                self._died("SAVE", exc)
+                return  # logged with its traceback: not raised again into threading's hook
+            finally:
+                with self._drained_cond:
+                    self._in_flight = None
+                    self._schedule.fresh_first = not finished or isinstance(job[1], Attempt)
+                    if finished:
+                        self._done += 1
+                        self._finals_pending -= _is_final(job[1])
+                        self._schedule.finished(job[0])
+                        self._drained_cond.notify_all()
+
+    def _next_job(self) -> tuple[str, Attempt | Item] | None:
+        """Called with ``_send_cond`` held: wait for the next chunk to work on and mark it
+        in flight; ``None`` once stop() has begun. New work is held chunks whose
+        stream is free again, then the FIFO; a due retry goes before it, except
+        right after a retry or a park (``fresh_first``): the two take turns."""
+        rt, schedule = self.runtime, self._schedule
+        while not self._stop.is_set():
+            attempt = None if schedule.fresh_first else schedule.take_due(rt.monotonic())
+            if attempt is not None:
+                self._in_flight = (attempt.seq, attempt.request_id, attempt.is_final)
+                return attempt.request_id, attempt
+            item = schedule.take_resumed()
+            if item is None and self._fifo:
+                request_id, snap, is_final, _ = self._take()
+                if schedule.blocked(request_id):
+                    schedule.hold((request_id, snap, is_final))
+                    continue
+                item = (request_id, snap, is_final)
+            if item is not None:
+                self._taken += 1
+                self._in_flight = (self._taken, item[0], item[2])
+                return item[0], item
+            if schedule.fresh_first:  # no new work: a due retry may go
+                schedule.fresh_first = False
+                continue
+            due = schedule.next_due()
+            pause = self.wait_timeout if due is None else due - rt.monotonic()
+            if pause > 0:
+                self._send_cond.wait(min(pause, self.wait_timeout))
+        return None
+
+    def _work(self, job: tuple[str, Attempt | Item]) -> bool:
+        """Build (a new chunk) and try its put once; ``False`` when it was parked."""
+        request_id, what = job
+        if isinstance(what, Attempt):
+            attempt = what
+            if not attempt.is_final and self._cutting(request_id, False):
+                return True
+        else:
+            _, snap, is_final = what
+            cut = self._cutting(request_id, is_final)
+            if cut and not is_final:
+                return True
+            with self._send_lock:
+                cancelled = cut or request_id in self._cancelled
+                seq = self._taken
+            value = self._value_of(request_id, snap, is_final, cancelled)
+            if value is None:
+                return True
+            attempt = Attempt(request_id, value, is_final, seq)
+        pause = self._put_once(attempt)
+        if pause is None:
+            return True
+        with self._send_lock:
+            self._schedule.park(attempt, self.runtime.monotonic() + pause)
+        return False
+
+    def _cutting(self, request_id: str, is_final: bool) -> bool:
+        """During an ending drain: is this chunk's stream cut so that the finals still
+        waiting can go out in the time left (R26)? A non-final of a cut stream is
+        dropped here (``dropped_at_exit``); its final goes out with data ``None``, as
+        after a cancel (R6), so the receiver sees the stream end, cut."""
+        with self._send_lock:
+            ending_by = self._ending_by
+            if ending_by is None:
+                return False
+            if request_id not in self._cut:
+                if is_final:
+                    return False
+                left = ending_by - self.runtime.monotonic()
+                if left >= 2.0 * self._finals_pending * self._put_seconds + 0.05:
+                    return False
+                self._cut.add(request_id)
+                self._cut_queued()
+            if not is_final:
+                self._send_counts["dropped_at_exit"] += 1
+            return True
+
+    def _cut_queued(self) -> None:
+        """Called with ``_send_lock`` held, once the time left is short for the finals
+        waiting: cut every stream with a chunk in the FIFO at once (its non-finals
+        dropped, counted and done; its final kept in place), so that the finals need
+        not wait for the drops one by one. One pass, in save order."""
+        kept: deque[tuple[str, Any, bool]] = deque()
+        dropped = 0
+        for item in self._fifo:
+            if item[2]:
+                kept.append(item)
+                continue
+            dropped += 1
+            self._cut.add(item[0])
+            left = self._queued[item[0]] - 1
+            if left:
+                self._queued[item[0]] = left
+            else:
+                del self._queued[item[0]]
+        self._fifo = kept
+        self._done += dropped
+        self._send_counts["dropped_at_exit"] += dropped
+        self._drained_cond.notify_all()
+
+    def _save_loop_in_place(self) -> None:
+        """One chunk at a time, a failed put retried in place (for subclasses' hooks)."""
         while True:
             with self._send_cond:
                 while not self._fifo and not self._stop.is_set():
@@ -139,7 +310,8 @@ class SenderSide:
                 if self._stop.is_set():
                     return
                 request_id, snap, is_final, cancelled = self._take()
-                self._in_flight = (self._done, request_id, is_final)
+                self._taken += 1
+                self._in_flight = (self._taken, request_id, is_final)
             try:
                 self._send_one(request_id, snap, is_final, cancelled)
             except Exception:  # a bug of ours must not kill the thread either (R22)
@@ -153,6 +325,7 @@ class SenderSide:
                 with self._drained_cond:
                     self._in_flight = None
                     self._done += 1
+                    self._finals_pending -= is_final
                     self._drained_cond.notify_all()
 
     def _take(self) -> tuple[str, Any, bool, bool]:
@@ -167,10 +340,19 @@ class SenderSide:
         return request_id, snap, is_final, request_id in self._cancelled
 
     def _send_one(self, request_id: str, snap: Any, is_final: bool, cancelled: bool) -> None:
-        """Build (outside every lock) and put one chunk (R6, R7, R8)."""
+        """Build (outside every lock) and put one chunk, retried in place (R6–R10)."""
+        value = self._value_of(request_id, snap, is_final, cancelled)
+        if value is not None:
+            self._put_with_retries(request_id, value, is_final)
+
+    def _value_of(
+        self, request_id: str, snap: Any, is_final: bool, cancelled: bool
+    ) -> dict[str, Any] | None:
+        """The wire value to put for a saved chunk, built outside every lock, or ``None``
+        when it is dropped or skipped (counted): R6, R7, R8."""
         if cancelled and not is_final:
             self._count_send("dropped_cancelled")
-            return
+            return None
         payload: Any = None
         if not cancelled:
             try:
@@ -183,62 +365,76 @@ class SenderSide:
                 self._count_send("build_failures")
                 if not is_final:
                     self._count_send("dropped_build_failed")
-                    return
+                    return None
                 payload = None
             if payload is None and not is_final:
                 self._count_send("skipped_none")
-                return
-        self._put_with_retries(request_id, {"data": payload, "finished": is_final}, is_final)
+                return None
+        return {"data": payload, "finished": is_final}
 
     def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        """Put under the stream's next id; the id advances only on success (R9, R10, R11).
-
-        A transient failure is retried with backoff (R10); a permanent one is not
-        (R25): see :meth:`_rejected`.
-        """
-        tries = 0
+        """Put under the stream's next id, retrying in place until done (R9, R10, R11)."""
+        with self._send_lock:
+            seq = self._taken
+        attempt = Attempt(request_id, value, is_final, seq)
         while True:
-            with self._send_lock:
-                chunk_id = self._next_send_id.get(request_id, 0)
-            if self._stop.is_set():
+            pause = self._put_once(attempt)
+            if pause is None:
+                return
+            if self._stop.wait(pause):
                 self._abandon_in_flight()
-                return  # no put starts once stop() has begun (R18)
-            key = chunk_key(request_id, self.stage_id, chunk_id)
-            try:
-                self.connector.put(key, value)
-            except survived() as exc:
-                tries += 1
-                self._count_send("put_failures")
-                if isinstance(exc, Exception) and is_permanent(exc):  # a cancellation is not
-                    self._rejected(request_id, key, value, is_final, exc)
-                    return
-                if not is_final and tries >= self.put_tries:
-                    self.log.warning("dropping %s after %d failed puts: %r", key, tries, exc)
-                    self._count_send("dropped_put_failed")
-                    return
-                self._send_pace.say(
-                    self.log.info,
-                    "put",
-                    key,
-                    "put %s failed (try %d): %r; retrying",
-                    key,
-                    tries,
-                    exc,
-                )
-                self._count_send("put_retries")
-                if self._stop.wait(self._backoff(tries, is_final)):
-                    self._abandon_in_flight()
-                    return
-                continue
-            with self._send_lock:
-                self._send_counts["chunks_put"] += 1
-                if is_final:
-                    self._send_counts["finals_put"] += 1
-                    self._next_send_id.pop(request_id, None)
-                    self._cancelled.discard(request_id)
-                else:
-                    self._next_send_id[request_id] = chunk_id + 1
-            return
+                return
+
+    def _put_once(self, attempt: Attempt) -> float | None:
+        """Try *attempt*'s put once under its stream's next id; the id advances only on
+        success (R9). Returns the pause before the next try, or ``None`` once the chunk
+        is finished: put, dropped after ``put_tries`` (R10), refused for good (R25),
+        given up after ``final_put_timeout``, or abandoned to stop() (R18).
+        """
+        request_id, value, is_final = attempt.request_id, attempt.value, attempt.is_final
+        with self._send_lock:
+            chunk_id = self._next_send_id.get(request_id, 0)
+        if self._stop.is_set():
+            self._abandon_in_flight()
+            return None  # no put starts once stop() has begun (R18)
+        key = chunk_key(request_id, self.stage_id, chunk_id)
+        began = self.runtime.monotonic()
+        try:
+            self.connector.put(key, value)
+        except survived() as exc:
+            attempt.tries += 1
+            self._count_send("put_failures")
+            if isinstance(exc, Exception) and is_permanent(exc):  # a cancellation is not
+                return self._rejected(attempt, key, exc)
+            if not is_final and attempt.tries >= self.put_tries:
+                self.log.warning("dropping %s after %d failed puts: %r", key, attempt.tries, exc)
+                self._count_send("dropped_put_failed")
+                return None
+            now = self.runtime.monotonic()
+            if attempt.failing_since is None:
+                attempt.failing_since = now
+            limit = self.final_put_timeout
+            if is_final and limit is not None and now - attempt.failing_since >= limit:
+                self._final_given_up(request_id, key, exc, f"its puts failed for {limit:g} s")
+                return None
+            self._send_pace.say(
+                self.log.info, "put", key,
+                "put %s failed (try %d): %r; retrying", key, attempt.tries, exc,
+            )  # fmt: skip
+            self._count_send("put_retries")
+            return self._backoff(attempt.tries, is_final)
+        took = self.runtime.monotonic() - began
+        self._put_seconds = took if not self._put_seconds else 0.9 * self._put_seconds + 0.1 * took
+        with self._send_lock:
+            self._send_counts["chunks_put"] += 1
+            if is_final:
+                self._send_counts["finals_put"] += 1
+                self._next_send_id.pop(request_id, None)
+                self._cancelled.discard(request_id)
+                self._cut.discard(request_id)
+            else:
+                self._next_send_id[request_id] = chunk_id + 1
+        return None
 
     def _backoff(self, tries: int, is_final: bool) -> float:
         """The pause after the *tries*-th failed try (R10).
@@ -254,31 +450,38 @@ class SenderSide:
         spent = sum(min(self.put_backoff * 2.0**k, self.put_backoff_max) for k in range(tries - 1))
         return max(pause, self.put_retry_window - spent)
 
-    def _rejected(
-        self, request_id: str, key: str, value: dict[str, Any], is_final: bool, exc: Exception
-    ) -> None:
+    def _rejected(self, attempt: Attempt, key: str, exc: Exception) -> float | None:
         """A put failed with a permanent error (R25): never retried, never blocking.
 
         A non-final is dropped. A final is put once more with data ``None`` (the
-        stream still ends at the receiver, as after a failed build, R7); if that
-        is refused too, the stream is given up and the sender forgets it (R11).
+        stream still ends at the receiver, as after a failed build, R7): the
+        attempt starts over with that value and the pause 0 is returned. If
+        that is refused too, the stream is given up and the sender forgets it (R11).
         """
         self._count_send("put_rejected")
-        if not is_final:
+        if not attempt.is_final:
             self.log.warning("dropping %s: the connector refused it for good: %r", key, exc)
             self._count_send("dropped_put_rejected")
-            return
-        if value["data"] is not None:
+            return None
+        if attempt.value["data"] is not None:
             self.log.error(
                 "final %s refused for good (%r); putting it with data None instead", key, exc
             )
             self._count_send("finals_degraded")
-            self._put_with_retries(request_id, {"data": None, "finished": True}, True)
-            return
+            attempt.value, attempt.tries, attempt.failing_since = (
+                {"data": None, "finished": True}, 0, None,
+            )  # fmt: skip
+            return 0.0
+        self._final_given_up(attempt.request_id, key, exc, "it was refused for good")
+        return None
+
+    def _final_given_up(self, request_id: str, key: str, exc: BaseException, why: str) -> None:
+        """Give a stream's final up loudly and forget the stream (R11, R25)."""
         self.log.error(
-            "final %s refused for good even with data None (%r): stream %s given up; its "
-            "receiver will not see it end",
+            "final %s given up: %s (last error %r); stream %s will not end at its "
+            "receiver (its stall report names it)",
             key,
+            why,
             exc,
             short_repr(request_id),
         )
@@ -286,6 +489,7 @@ class SenderSide:
             self._send_counts["finals_failed"] += 1
             self._next_send_id.pop(request_id, None)
             self._cancelled.discard(request_id)
+            self._cut.discard(request_id)
 
     def _abandon_in_flight(self) -> None:
         """Count the SAVE thread's current item as abandoned by stop(), once (R26)."""
@@ -307,6 +511,11 @@ class SenderSide:
         with self._send_lock:
             left, self._fifo = self._fifo, deque()
             self._queued.clear()
+            parked, held = self._schedule.clear()
+            left.extend(held)
+            left.extend((a.request_id, None, a.is_final) for a in parked)
+            self._finals_pending, self._ending_by = 0, None
+            self._cut.clear()
             finals = sum(1 for item in left if item[2])
             self._send_counts["abandoned"] += len(left)
             self._send_counts["abandoned_finals"] += finals

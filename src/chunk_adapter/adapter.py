@@ -1,4 +1,4 @@
-"""The reference ChunkAdapter (docs/contract.md, rules R1–R30).
+"""The reference ChunkAdapter (docs/contract.md, rules R1–R31).
 
 The scheduler thread calls ``save_async``, ``cancel_sender``, ``load_async``,
 ``poll_ready`` and ``cleanup_receiver`` and never waits; a SAVE thread builds
@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ._adapter_recv import Drain, ReceiverSide
 from ._adapter_send import SenderSide
 from ._logpace import LogPace
+from ._save_schedule import SaveSchedule
 from ._validate import check_stage, non_negative, optional_positive, positive, short_repr
 from .connectors.base import Connector, subscription
 from .errors import InvalidType, InvalidValue
@@ -45,6 +46,8 @@ _SEND_COUNTERS = (
     "finals_failed",
     "abandoned",
     "abandoned_finals",
+    "dropped_at_exit",
+    "saves_refused",
     "cancels_idle",
 )
 _RECV_COUNTERS = (
@@ -80,6 +83,17 @@ def _retry_window(connector: Connector, option: object) -> float | None:
         ) from exc
 
 
+def _max_save_queue(option: object) -> int | None:
+    if option is None:
+        return None
+    if isinstance(option, bool) or not isinstance(option, int) or option < 1:
+        raise InvalidValue(
+            f"max_save_queue is the most chunks that may wait to be sent, an int >= 1 or "
+            f"None (no bound), got {short_repr(option)}; pass e.g. max_save_queue=10000"
+        )
+    return option
+
+
 def _discard_leftovers(connector: Connector, option: object) -> bool:
     if not isinstance(option, bool):
         raise InvalidType(f"discard_leftovers must be True or False, got {short_repr(option)}")
@@ -106,8 +120,15 @@ class ChunkAdapter(SenderSide, ReceiverSide):
     ``cleanup_receiver`` of an unfinished registration discard the rest of
     that stream as it arrives, so a later stream with the same request id never
     receives it (docs/connectors.md, "Stream identity"), giving up on a rest
-    that does not come for ``leftover_timeout`` (30 s). Every timeout is a
-    finite number.
+    that does not come for ``leftover_timeout`` (30 s); ``final_put_timeout``
+    (``None``: off, as R10 asks) gives up, loudly, a final whose puts have
+    failed for that many seconds; ``max_save_queue`` (``None``: no bound)
+    refuses a non-final ``save_async`` with ``SaveQueueFull`` while that many
+    chunks wait to be sent. Every timeout is a finite number.
+
+    One stream's failing puts never hold back another's: a put that fails
+    transiently parks its stream until its next try, and the SAVE thread goes
+    on with other requests' chunks (per-request order kept, R5).
 
     Invariants (``check_invariants`` asserts them; each holds whenever the lock
     that guards it is free):
@@ -117,8 +138,9 @@ class ChunkAdapter(SenderSide, ReceiverSide):
           first successful non-final put; absent means "next id is 0" (R9, R11).
       S2. The FIFO holds ``(request_id, snapshot, is_final)`` in save order (R5).
       S3. ``_done <= _saved``; ``_saved - _done`` is the FIFO's length plus one
-          while an item is in flight (``_in_flight``), until stop() empties the
-          FIFO (R26); ``_queued`` counts the FIFO's items per request.
+          while an item is in flight (``_in_flight``) plus the parked and held
+          items (``_schedule``), until stop() empties them (R26); ``_queued``
+          counts the FIFO's items per request.
 
     Receiver, under ``_recv_lock``:
       V1. ``_tokens`` and ``_next_recv_id`` have the same keys (registered ids).
@@ -154,6 +176,8 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         stall_timeout: float | None = 30.0,
         discard_leftovers: bool = False,
         leftover_timeout: float = 30.0,
+        final_put_timeout: float | None = None,
+        max_save_queue: int | None = None,
     ) -> None:
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
@@ -192,6 +216,8 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self.stall_timeout = optional_positive("stall_timeout", stall_timeout)
         self.discard_leftovers = _discard_leftovers(connector, discard_leftovers)
         self.leftover_timeout = positive("leftover_timeout", leftover_timeout)
+        self.final_put_timeout = optional_positive("final_put_timeout", final_put_timeout)
+        self.max_save_queue = _max_save_queue(max_save_queue)
         self.snapshot = snapshot
         self.log = logger if logger is not None else logging.getLogger("chunk_adapter")
         subscribe = subscription(connector)
@@ -208,8 +234,9 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         # Its wait() is also the interruptible sleep for put backoff and idle rounds.
         self._stop = rt.Event()
 
-        # Guards the sender state: _fifo, _next_send_id, _cancelled, _queued, _saved, _done,
-        # _in_flight, _abandoned_seq, _idle_cancel_logged and the send counters.
+        # Guards the sender state: _fifo, _schedule, _next_send_id, _cancelled, _queued,
+        # _saved, _done, _taken, _in_flight, _abandoned_seq, _idle_cancel_logged,
+        # _finals_pending, _ending_by, _cut and the send counters.
         # Held only briefly, never while building or putting.
         self._send_lock = rt.Lock()
         # Over _send_lock. The SAVE thread waits on it for a non-empty FIFO or
@@ -229,10 +256,26 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         # dropped, skipped, failed or abandoned): flush() waits for _done >= _saved.
         self._saved = 0
         self._done = 0
-        # The item the SAVE thread is working on: (seq, request_id, is_final), and
-        # the seq of the last in-flight item counted as abandoned (counted once,
-        # by stop() or by the SAVE thread, whichever sees it first).
+        # Streams whose put failed and waits for its next try (parked), and their later
+        # chunks taken from the FIFO meanwhile (held): the SAVE thread goes on with other
+        # requests' chunks (issue 27: no head-of-line blocking; R5 is per request).
+        self._schedule = SaveSchedule()
+        # Items the SAVE thread has taken to work on (their seq numbers), the item it is
+        # working on: (seq, request_id, is_final), and the seq of the last in-flight item
+        # counted as abandoned (counted once, by stop() or by the SAVE thread, whichever
+        # sees it first).
+        self._taken = 0
         self._in_flight: tuple[int, str, bool] | None = None
+        # Finals saved and not yet finished (queued, held, parked or in flight), and the
+        # deadline of an ending drain (stop(drain_timeout=...) or leaving `with`), set
+        # before it flushes: when the time left is short for those finals, the streams
+        # still waiting are cut (_cut: their non-finals dropped, their finals put with
+        # data None) so that every final can go out (R26).
+        self._finals_pending = 0
+        self._ending_by: float | None = None
+        self._cut: set[str] = set()
+        # Seconds a put takes (moving average), for that reckoning; SAVE thread only.
+        self._put_seconds = 0.0
         self._abandoned_seq = -1
         self._idle_cancel_logged = False
         # Why a background thread ended on what it must not survive (R30), set once by
@@ -289,13 +332,15 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         """Wake and join both threads against one deadline; idempotent (R18, R19).
 
         With ``drain_timeout`` > 0 it first waits up to that long for every chunk
-        saved so far to be put or counted (:meth:`flush`). What stop() gives up —
-        chunks still queued, and the one in flight if its thread is still blocked
-        — is counted in ``stats()`` (``abandoned``, ``abandoned_finals``) and
-        logged at WARNING (R26).
+        saved so far to be put or counted (:meth:`flush`), finals first: when the
+        time left is short for the finals still waiting, their streams are cut
+        (non-finals dropped, ``dropped_at_exit``; finals put with data ``None``).
+        What stop() gives up — chunks still queued, held or parked, and the one
+        in flight if its thread is still blocked — is counted in ``stats()``
+        (``abandoned``, ``abandoned_finals``) and logged at WARNING (R26).
         """
         if drain_timeout and not self._stop.is_set():
-            self.flush(drain_timeout)
+            self._end_within(drain_timeout)
         first = not self._stop.is_set()
         self._stop.set()
         for cond in (self._send_cond, self._recv_cond, self._drained_cond):
@@ -314,6 +359,14 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         if first:
             self._count_abandoned()
 
+    def _end_within(self, timeout: float) -> None:
+        """An ending drain: flush for up to *timeout* seconds, finals first (R26)."""
+        timeout = non_negative("drain_timeout", timeout)
+        with self._send_cond:
+            self._ending_by = self.runtime.monotonic() + timeout
+            self._send_cond.notify()
+        self.flush(timeout)
+
     def __enter__(self) -> ChunkAdapter:
         return self
 
@@ -325,7 +378,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         exc = exc_info[0] if exc_info else None
         draining = exc is None or (isinstance(exc, type) and issubclass(exc, Exception))
         if draining and self.exit_drain_timeout > 0 and not self._stop.is_set():
-            self.flush(self.exit_drain_timeout)
+            self._end_within(self.exit_drain_timeout)
         self.stop()
 
     def stats(self) -> AdapterStats:
@@ -334,6 +387,8 @@ class ChunkAdapter(SenderSide, ReceiverSide):
             counts = dict(self._send_counts)
             counts["save_queue_depth"] = len(self._fifo)
             counts["save_in_flight"] = int(self._in_flight is not None)
+            counts["save_parked"] = len(self._schedule.parked)
+            counts["save_held"] = self._schedule.pending() - len(self._schedule.parked)
             counts["cancel_marks"] = len(self._cancelled)
             counts["open_streams"] = len(self._next_send_id)
         with self._recv_lock:
@@ -355,7 +410,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
             bad = {r: i for r, i in self._next_send_id.items() if i < 1}
             assert not bad, f"S1: next send ids must be >= 1 when present: {bad}"
             if not self._stop.is_set():
-                pending = len(self._fifo) + (self._in_flight is not None)
+                pending = len(self._fifo) + (self._in_flight is not None) + self._schedule.pending()
                 assert self._saved - self._done == pending, (
                     f"S3: {self._saved} saved - {self._done} done != {pending} pending"
                 )

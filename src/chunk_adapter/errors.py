@@ -18,6 +18,7 @@ __all__ = [
     "InjectedFault",
     "InvalidType",
     "InvalidValue",
+    "SaveQueueFull",
     "SnapshotError",
     "UsageError",
 ]
@@ -45,6 +46,11 @@ class AdapterStopped(ChunkAdapterError, RuntimeError):
 
 class AdapterFailed(ChunkAdapterError, RuntimeError):
     """A background thread of the adapter ended on something it must not survive (R30)."""
+
+
+class SaveQueueFull(ChunkAdapterError, RuntimeError):
+    """``save_async`` of a non-final chunk while ``max_save_queue`` chunks wait to be
+    sent; nothing was queued (the scheduler decides: save it later, or cancel)."""
 
 
 class ConnectorError(ChunkAdapterError):

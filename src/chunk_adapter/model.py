@@ -124,7 +124,7 @@ class ContractModel:
         self.held_save: HeldSave | None = None
         self.build_gates: Counter[str] = Counter()
         self.put_gates: Counter[str] = Counter()
-        self.put_failures = 0
+        self.put_failures: Counter[str] = Counter()  # per request (its sender stream)
         self.build_failures: Counter[str] = Counter()
         # receiver
         self.regs: dict[str, _Registration] = {}
@@ -175,14 +175,22 @@ class ContractModel:
         self.stopped = True
 
     # ------------------------------------------------------------- environment
-    def fail_puts(self, times: int) -> None:
-        """The next *times* puts (any key) raise.
+    def fail_puts(self, request_id: str, times: int) -> None:
+        """The next *times* puts of *request_id*'s stream raise.
 
-        Like ``FaultyConnector.fail_next``: scripted failures overlap, they do not
-        add up — two "fail the next put" in a row fail one put.
+        Per stream, not "any key": R5 orders a request's chunks only, so which of
+        two requests' puts comes next is the adapter's choice, and a global count
+        would make it the model's. Like ``FaultyConnector.fail_next``: scripted
+        failures overlap, they do not add up — two "fail the next put" in a row
+        fail one put.
         """
-        self.put_failures = max(self.put_failures, times)
+        self.put_failures[request_id] = max(self.put_failures[request_id], times)
         self._settle()
+
+    @property
+    def put_failures_pending(self) -> int:
+        """Scripted put failures not yet met, all streams together."""
+        return sum(self.put_failures.values())
 
     def fail_build(self, request_id: str, times: int = 1) -> None:
         self.build_failures[request_id] += times
@@ -288,8 +296,8 @@ class ContractModel:
         tries = 0
         while True:
             key = self.next_send_key(rid)
-            if self.put_failures > 0:
-                self.put_failures -= 1
+            if self.put_failures[rid] > 0:
+                self.put_failures[rid] -= 1
                 self.failed_puts += 1
                 tries += 1
                 if not item.is_final and tries >= self.put_tries:

@@ -87,6 +87,7 @@ R27 = Rule(27, "Cancel marks of closed streams (a decision)", RELIABILITY, verif
 R28 = Rule(28, "Stall report", RELIABILITY, verified=False)
 R29 = Rule(29, "Stream identity (an option)", RELIABILITY, verified=False)
 R30 = Rule(30, "No silent thread death", RELIABILITY, verified=False)
+R31 = Rule(31, "No head-of-line blocking", RELIABILITY, verified=False)
 
 ALL: tuple[Rule, ...] = (
     R1,
@@ -119,6 +120,7 @@ ALL: tuple[Rule, ...] = (
     R28,
     R29,
     R30,
+    R31,
 )
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)

@@ -29,7 +29,10 @@ class AdapterStats:
     Stopping (R26): ``abandoned`` (saved chunks ``stop()`` gave up: still
     queued, or in flight with their thread stopped or blocked — one blocked
     inside ``put`` may still complete), ``abandoned_finals`` (how many of them
-    were finals). Cancels (R6): ``cancels_idle`` (``cancel_sender`` calls for a
+    were finals), ``dropped_at_exit`` (non-final chunks of streams cut so that
+    their finals could go out within an ending drain). ``saves_refused``
+    (non-final saves refused with ``SaveQueueFull`` by ``max_save_queue``).
+    Cancels (R6): ``cancels_idle`` (``cancel_sender`` calls for a
     request with no open stream; each mark cuts the next stream of that id).
 
     Receiver: ``gets`` (every get, whatever it returned), ``gets_empty`` (gets
@@ -45,8 +48,11 @@ class AdapterStats:
     ``leftover_timeout``).
 
     Depths, at the moment of the snapshot: ``save_queue_depth``,
-    ``save_in_flight`` (1 while the SAVE thread works on a chunk: a flush is
-    done when both are 0), ``cancel_marks``, ``open_streams`` (requests with
+    ``save_in_flight`` (1 while the SAVE thread works on a chunk),
+    ``save_parked`` (streams whose put failed, waiting for their next try while
+    the SAVE thread serves other requests), ``save_held`` (chunks of parked
+    streams waiting behind them; a flush is done when all four are 0),
+    ``cancel_marks``, ``open_streams`` (requests with
     a chunk put and the final not yet), ``poll_queue_depth``, ``registered``,
     ``ready_chunks``, ``stalled`` (registrations reported stalled and still
     without progress), ``draining`` (request ids whose abandoned stream is
@@ -68,6 +74,8 @@ class AdapterStats:
     finals_failed: int = 0
     abandoned: int = 0
     abandoned_finals: int = 0
+    dropped_at_exit: int = 0
+    saves_refused: int = 0
     cancels_idle: int = 0
     gets: int = 0
     gets_empty: int = 0
@@ -80,6 +88,8 @@ class AdapterStats:
     leftovers_given_up: int = 0
     save_queue_depth: int = 0
     save_in_flight: int = 0
+    save_parked: int = 0
+    save_held: int = 0
     cancel_marks: int = 0
     open_streams: int = 0
     poll_queue_depth: int = 0
@@ -96,12 +106,14 @@ class AdapterStats:
             + self.dropped_build_failed
             + self.dropped_put_failed
             + self.dropped_put_rejected
+            + self.dropped_at_exit
         )
 
     @property
     def save_pending(self) -> int:
-        """Saved chunks the SAVE thread has not finished yet (queued + in flight)."""
-        return self.save_queue_depth + self.save_in_flight
+        """Saved chunks the SAVE thread has not finished yet (queued, in flight, parked
+        or held)."""
+        return self.save_queue_depth + self.save_in_flight + self.save_parked + self.save_held
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)

@@ -74,7 +74,7 @@ def test_build_failure_and_none_payload() -> None:
 @pytest.mark.rule("R10")
 def test_put_failures_drop_a_non_final_after_put_tries_and_retry_a_final() -> None:
     m = model(put_tries=3)
-    m.fail_puts(4)
+    m.fail_puts("r", 4)
     m.save("r", "a", False)  # 3 failures: dropped
     m.save("r", "end", True)  # 1 failure, then put under id 0
     assert m.failed_puts == 4
@@ -84,10 +84,23 @@ def test_put_failures_drop_a_non_final_after_put_tries_and_retry_a_final() -> No
 @pytest.mark.rule("R10")
 def test_scripted_put_failures_overlap_like_fail_next() -> None:
     m = model()
-    m.fail_puts(1)
-    m.fail_puts(1)
+    m.fail_puts("r", 1)
+    m.fail_puts("r", 1)
     m.save("r", "a", False)
     assert m.failed_puts == 1 and m.sent == [("r_1_0", c("a"))]
+
+
+@pytest.mark.rule("R5", "R10")
+def test_scripted_put_failures_are_per_stream() -> None:
+    """Another request's puts do not meet a stream's scripted failures (R5: an adapter
+    may put them while that stream waits for its retry)."""
+    m = model(put_tries=3)
+    m.fail_puts("r", 3)
+    m.save("x", "other", True)
+    m.save("r", "a", False)  # 3 failures: dropped
+    m.save("r", "end", True)
+    assert m.failed_puts == 3
+    assert m.sent == [("x_1_0", c("other", True)), ("r_1_0", c("end", True))]
 
 
 @pytest.mark.rule("R5", "R9")

@@ -36,13 +36,24 @@ class FaultRule:
     """Fail matching calls number ``nth`` .. ``nth + times - 1`` (counted from 1).
 
     ``key=None`` matches every key. ``FaultRule("put", "r_0_3", nth=2)`` fails
-    the second put of ``r_0_3``; ``FaultRule("get", times=5)`` the next five gets.
+    the second put of ``r_0_3``; ``FaultRule("get", times=5)`` the next five gets;
+    ``stream="r_0"`` matches only the keys of that stream (a key without its chunk
+    id: request ``r``, stage 0), so ``FaultRule("put", stream="r_0", times=3)``
+    fails the stream's next three puts, whatever other streams put meanwhile.
     """
 
     op: Op
     key: str | None = None
     nth: int = 1
     times: int = 1
+    stream: str | None = None
+
+    def matches(self, op: str, key: str) -> bool:
+        return (
+            op == self.op
+            and (self.key is None or self.key == key)
+            and (self.stream is None or key.rsplit("_", 1)[0] == self.stream)
+        )
 
     def __post_init__(self) -> None:
         if self.op not in ("put", "get"):
@@ -99,9 +110,12 @@ class FaultyConnector(ConnectorWrapper):
             self._rules.append(rule)
             self._seen.append(0)
 
-    def fail_next(self, op: Op, key: str | None = None, times: int = 1) -> None:
-        """Fail the next *times* calls of *op* (on *key*, or on any key)."""
-        self.add_rule(FaultRule(op, key, nth=1, times=times))
+    def fail_next(
+        self, op: Op, key: str | None = None, times: int = 1, *, stream: str | None = None
+    ) -> None:
+        """Fail the next *times* calls of *op* (on *key*, on the keys of *stream*, or on
+        any key)."""
+        self.add_rule(FaultRule(op, key, nth=1, times=times, stream=stream))
 
     def set_rates(self, *, put: float | None = None, get: float | None = None) -> None:
         """Change the random failure rates (``None`` leaves one unchanged)."""
@@ -121,7 +135,7 @@ class FaultyConnector(ConnectorWrapper):
         with self._lock:
             fail = False
             for i, rule in enumerate(self._rules):
-                if rule.op != op or (rule.key is not None and rule.key != key):
+                if not rule.matches(op, key):
                     continue
                 self._seen[i] += 1
                 if rule.nth <= self._seen[i] < rule.nth + rule.times:

@@ -68,6 +68,7 @@ class Harness(Settling):
         self.accepted_mark = accepted.total()
         self.judge_each_settle = judge_each_settle
         self._markers = 0
+        self._failed_puts_settled = 0
         self.history.counts.sentinel_key = self.model.key(SENTINEL, 0, receiver=True)
         self.load(SENTINEL)
 
@@ -186,10 +187,11 @@ class Harness(Settling):
 
     # -------------------------------------------------------------- environment
     @step
-    def fail_puts(self, times: int) -> None:
-        self.world.bed.faulty.fail_next("put", times=times)
-        self.model.fail_puts(times)
-        self.settle(f"fail the next {times} put(s)")
+    def fail_puts(self, request_id: str, times: int) -> None:
+        stream = self.model.next_send_key(request_id).rsplit("_", 1)[0]
+        self.world.bed.faulty.fail_next("put", times=times, stream=stream)
+        self.model.fail_puts(request_id, times)
+        self.settle(f"fail the next {times} put(s) of {request_id!r}")
 
     @step
     def fail_gets(self, times: int) -> None:

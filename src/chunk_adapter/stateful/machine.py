@@ -194,7 +194,7 @@ class ConformanceMachine(RuleBasedStateMachine):
                 return  # no-op: a cancelled request's chunk is never built
             self.h.hold_build(rid)
         else:
-            if m.put_failures or m.build_failures[rid] or (rid in m.cancelled and not final):
+            if m.put_failures[rid] or m.build_failures[rid] or (rid in m.cancelled and not final):
                 return  # no-op: the chunk would fail or be dropped before its put
             self.h.hold_put(m.next_send_key(rid))
         self.h.save(rid, self._object(rid, kind), final)
@@ -320,10 +320,10 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ faults
     @precondition(_running)
-    @rule(times=st.integers(1, 4))
+    @rule(rid=rids, times=st.integers(1, 4))
     @judged
-    def fail_puts(self, times: int) -> None:
-        self.h.fail_puts(times)
+    def fail_puts(self, rid: str, times: int) -> None:
+        self.h.fail_puts(rid, times)
 
     @precondition(_running)
     @rule(times=st.integers(1, 3))

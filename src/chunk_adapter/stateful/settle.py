@@ -104,6 +104,7 @@ class Settling:
     _armed_puts: dict[str, deque[Gate]]
     _armed_gets: dict[str, deque[Gate]]
     _markers: int
+    _failed_puts_settled: int  # the model's failed_puts when the last settle ended
     judge_each_settle: bool
 
     @step
@@ -119,13 +120,25 @@ class Settling:
             return
         self._catch_gates(what)
         m = self.model
-        if m.held_save is None and m.put_failures == 0:
+        if m.held_save is None and m.put_failures_pending == 0:
             self._await_marker(what)  # the SAVE thread finished what was saved before now
         if m.held_get is None:
             self._await_quiet_round(what)  # the RECV thread went round once with nothing new
-        # Pending injected put failures: retries may still run, so the counts get the
-        # full liveness timeout; otherwise both threads were just seen done or held.
-        grace = GRACE if m.held_save is not None or m.put_failures == 0 else self.timeout
+        # Pending injected put failures, or failures met since the last settle: retries
+        # may still run (R5 orders a request's chunks only, so the marker may pass a
+        # chunk waiting for its retry), and the counts get the full liveness timeout;
+        # otherwise both threads were just seen done or held.
+        retrying = m.put_failures_pending > 0 or m.failed_puts > self._failed_puts_settled
+        self._failed_puts_settled = m.failed_puts
+        if m.held_save is not None and retrying:
+            # The SAVE thread is held at a gate and a chunk may be waiting for its retry
+            # behind it (the model retries in place): the counts are compared at the
+            # next settle, once the gate is released (the history keeps every record).
+            self._failed_puts_settled = -1
+            if self.judge_each_settle:
+                self.judge(what)
+            return
+        grace = GRACE if m.held_save is not None or not retrying else self.timeout
         history = self.world.history
         reached = history.wait_for(lambda c: differs(c, m) is not None, grace)
         diff = differs(history.counts_copy(), m)
@@ -147,7 +160,8 @@ class Settling:
         self._compare_sent(what)
 
     def _await_marker(self, what: str) -> None:
-        """Save a final chunk for MARKER and wait for its put: the FIFO before it is done.
+        """Save a final chunk for MARKER and wait for its put: the FIFO before it was
+        taken (a chunk waiting for a put retry may still be due: see :meth:`settle`).
         Fails the step (R23) if the put does not come."""
         self._markers += 1
         obj = [MARKER, self._markers]

@@ -110,13 +110,30 @@ def poll_violation(
 def sent_violation(
     expected: list[tuple[str, dict[str, Any]]], actual: list[tuple[str, Any]]
 ) -> Violation | None:
-    """The first successful put that differs from the model's, if any."""
-    for (ek, ev), (ak, av) in zip(expected, actual, strict=False):
-        if (ek, ev) != (ak, av):
-            rule = R9 if ek != ak else R6 if ev.get("data") is None else R4
-            return Violation(
-                rule,
-                f"expected the put {ek!r} <- {ev!r}, but the adapter put {ak!r} <- {av!r}",
-                key=ek,
-            )
+    """The first successful put that differs from the model's, stream by stream.
+
+    The order asked for is within a stream (a key without its chunk id, R5, R9):
+    an adapter may put another request's chunk while one waits for a retry, so
+    the two lists are compared per stream, not as one sequence.
+    """
+    mine: dict[str, list[tuple[str, Any]]] = {}
+    for key, value in actual:
+        mine.setdefault(_stream(key), []).append((key, value))
+    theirs: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for key, value in expected:
+        theirs.setdefault(_stream(key), []).append((key, value))
+    for stream, wanted in theirs.items():
+        for (ek, ev), (ak, av) in zip(wanted, mine.get(stream, []), strict=False):
+            if (ek, ev) != (ak, av):
+                rule = R9 if ek != ak else R6 if ev.get("data") is None else R4
+                return Violation(
+                    rule,
+                    f"expected the put {ek!r} <- {ev!r}, but the adapter put {ak!r} <- {av!r}",
+                    key=ek,
+                )
     return None
+
+
+def _stream(key: str) -> str:
+    """``"req_0_3"`` -> ``"req_0"``: the request and stage a chunk key belongs to."""
+    return key.rsplit("_", 1)[0]

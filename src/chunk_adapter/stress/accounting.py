@@ -24,21 +24,28 @@ def _is_final(value: Any) -> bool:
 def _dropped_after_failed_puts(puts: list[ConnectorOp]) -> int:
     """Non-final chunks given up: runs of failed tries of one value that never succeeded.
 
-    One SAVE thread puts one chunk at a time, so the puts in begin order form
-    runs of tries of one (key, value); a run ends at its first success.
+    A stream's chunks are put one at a time, in order (R5), so a stream's puts in
+    begin order form runs of tries of one (key, value); a run ends at its first
+    success. Other streams' puts may come between two tries (R5 orders a request's
+    chunks only: an adapter may go on with other requests while one retries), so
+    the runs are read per stream (the key without its chunk id).
     """
+    streams: dict[str, list[ConnectorOp]] = {}
+    for op in puts:
+        streams.setdefault(op.key.rsplit("_", 1)[0], []).append(op)
     dropped = 0
-    i = 0
-    while i < len(puts):
-        ident = (puts[i].key, puts[i].value)
-        succeeded = False
-        while i < len(puts) and (puts[i].key, puts[i].value) == ident:
-            i += 1
-            if puts[i - 1].outcome == "ok":
-                succeeded = True
-                break
-        if not succeeded and not _is_final(ident[1]):
-            dropped += 1
+    for mine in streams.values():
+        i = 0
+        while i < len(mine):
+            ident = (mine[i].key, mine[i].value)
+            succeeded = False
+            while i < len(mine) and (mine[i].key, mine[i].value) == ident:
+                i += 1
+                if mine[i - 1].outcome == "ok":
+                    succeeded = True
+                    break
+            if not succeeded and not _is_final(ident[1]):
+                dropped += 1
     return dropped
 
 
