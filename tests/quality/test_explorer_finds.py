@@ -37,14 +37,16 @@ from tests.quality import broken_explore as broken
 from tests.quality import plain_threading_adapter as plain
 
 
-def found(report: Report, want: str) -> str:
-    """Assert *report* failed with a failure whose kind or rule is *want*; its report text."""
+def found(report: Report, want: str | frozenset[str]) -> str:
+    """Assert *report* failed with a failure whose kind or rule is *want* (or one of
+    them); its report text."""
     assert report.failure is not None, f"the seeded bug was not found: {report.summary()}"
     got = [
         f.kind if f.kind != "violation" else f.message.split(":")[0]
         for f in report.failure.failures
     ]
-    assert want in got, f"expected {want}, got {got}:\n{report.describe_failure()}"
+    wants = {want} if isinstance(want, str) else set(want)
+    assert wants & set(got), f"expected {sorted(wants)}, got {got}:\n{report.describe_failure()}"
     text = report.describe_failure()
     assert "Replay string: 1:" in text and "replay(scenario, '1:" in text, text
     return text
@@ -110,7 +112,7 @@ CASES = [
         broken.TwoSaveThreads,
         "q1-save-snapshot-enqueue",
         lambda: RandomStrategy(seed=0),
-        "R9",
+        frozenset({"R5", "R9"}),  # two threads on one FIFO: out of order, or an id twice
         5.0,
         id="two-save-threads",
         marks=pytest.mark.rule("R5", "R9"),
@@ -119,7 +121,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("factory", "name", "make", "want", "bound"), CASES)
-def test_explorer_finds(factory: Any, name: str, make: Any, want: str, bound: float) -> None:
+def test_explorer_finds(
+    factory: Any, name: str, make: Any, want: str | frozenset[str], bound: float
+) -> None:
     start = time.perf_counter()
     report = explore(LIBRARY[name], make(), factory=factory)
     seconds = time.perf_counter() - start
