@@ -62,6 +62,7 @@ class SenderSide:
     _ending_by: float | None
     _cut: set[str]
     _put_seconds: float
+    _last_put_end: float | None
     _abandoned_seq: int
     _idle_cancel_logged: bool
     _send_counts: dict[str, int]
@@ -228,6 +229,7 @@ class SenderSide:
             due = schedule.next_due()
             pause = self.wait_timeout if due is None else due - rt.monotonic()
             if pause > 0:
+                self._last_put_end = None  # idle: the next put's pace starts afresh
                 self._send_cond.wait(min(pause, self.wait_timeout))
         return None
 
@@ -423,7 +425,12 @@ class SenderSide:
             )  # fmt: skip
             self._count_send("put_retries")
             return self._backoff(attempt.tries, is_final)
-        took = self.runtime.monotonic() - began
+        ended = self.runtime.monotonic()
+        # The pace: from the previous put's end when the thread went straight on (what
+        # a chunk costs all told: its build, the loop, other threads' turns), else
+        # this put's own time.
+        last, self._last_put_end = self._last_put_end, ended
+        took = ended - (began if last is None else last)
         self._put_seconds = took if not self._put_seconds else 0.9 * self._put_seconds + 0.1 * took
         with self._send_lock:
             self._send_counts["chunks_put"] += 1

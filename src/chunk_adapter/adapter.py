@@ -274,8 +274,11 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self._finals_pending = 0
         self._ending_by: float | None = None
         self._cut: set[str] = set()
-        # Seconds a put takes (moving average), for that reckoning; SAVE thread only.
+        # Seconds a chunk takes to put (moving average), for that reckoning, and when the
+        # last put ended while the thread went straight on (None after an idle wait);
+        # SAVE thread only.
         self._put_seconds = 0.0
+        self._last_put_end: float | None = None
         self._abandoned_seq = -1
         self._idle_cancel_logged = False
         # Why a background thread ended on what it must not survive (R30), set once by
