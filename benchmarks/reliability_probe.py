@@ -24,12 +24,13 @@ import contextlib
 import inspect
 import json
 import os
-import resource
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from operator_probe import rss_mib, until  # this folder is on sys.path when run as a script
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import SharedMemoryConnector
@@ -38,20 +39,6 @@ from chunk_adapter.connectors.redis_server import RedisServer, redis_server_path
 
 def emit(figure: str, connector: str, value: Any, **extra: Any) -> None:
     print(json.dumps({"figure": figure, "connector": connector, "value": value, **extra}))
-
-
-def until(pred: Callable[[], bool], timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.002)
-    return True
-
-
-def rss_mib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize() / 2**20
 
 
 @contextlib.contextmanager

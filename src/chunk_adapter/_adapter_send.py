@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ._death import cause, survived
@@ -181,25 +182,17 @@ class SenderSide:
                 job = self._next_job()
                 if job is None:
                     return
-            finished = True
-            try:
-                finished = self._work(job)
-            except Exception:  # a bug of ours must not kill the thread either (R22)
-                self.log.exception(
-                    "SAVE thread: unexpected error on %s; continuing", short_repr(job[0])
-                )
-            except BaseException as exc:  # R30: end loudly, before flush() can see it done
-                self._died("SAVE", exc)
-                return  # logged with its traceback: not raised again into threading's hook
-            finally:
-                with self._drained_cond:
-                    self._in_flight = None
-                    self._schedule.fresh_first = not finished or isinstance(job[1], Attempt)
-                    if finished:
-                        self._done += 1
-                        self._finals_pending -= _is_final(job[1])
-                        self._schedule.finished(job[0])
-                        self._drained_cond.notify_all()
+            finished = self._guarded(job[0], partial(self._work, job))
+            with self._drained_cond:
+                self._in_flight = None
+                self._schedule.fresh_first = finished is False or isinstance(job[1], Attempt)
+                if finished is not False:
+                    self._done += 1
+                    self._finals_pending -= _is_final(job[1])
+                    self._schedule.finished(job[0])
+                    self._drained_cond.notify_all()
+            if finished is None:
+                return
 
     def _next_job(self) -> tuple[str, Attempt | Item] | None:
         """Called with ``_send_cond`` held: wait for the next chunk to work on and mark it
@@ -314,21 +307,32 @@ class SenderSide:
                 request_id, snap, is_final, cancelled = self._take()
                 self._taken += 1
                 self._in_flight = (self._taken, request_id, is_final)
-            try:
-                self._send_one(request_id, snap, is_final, cancelled)
-            except Exception:  # a bug of ours must not kill the thread either (R22)
-                self.log.exception(
-                    "SAVE thread: unexpected error on %s; continuing", short_repr(request_id)
-                )
-            except BaseException as exc:  # R30: end loudly, before flush() can see it done
-                self._died("SAVE", exc)
-                return  # logged with its traceback: not raised again into threading's hook
-            finally:
-                with self._drained_cond:
-                    self._in_flight = None
-                    self._done += 1
-                    self._finals_pending -= is_final
-                    self._drained_cond.notify_all()
+            went_on = self._guarded(
+                request_id, partial(self._send_one, request_id, snap, is_final, cancelled)
+            )
+            with self._drained_cond:
+                self._in_flight = None
+                self._done += 1
+                self._finals_pending -= is_final
+                self._drained_cond.notify_all()
+            if went_on is None:
+                return
+
+    def _guarded(self, request_id: str, work: Callable[[], bool | None]) -> bool | None:
+        """Run one item's *work* for either SAVE loop: what it returns (``False``: the
+        item was parked), ``True`` after an unexpected error of ours (logged: it must
+        not kill the thread, R22), ``None`` when the thread must end (R30: died loudly,
+        logged with its traceback, not raised again into threading's hook)."""
+        try:
+            return work() is not False
+        except Exception:
+            self.log.exception(
+                "SAVE thread: unexpected error on %s; continuing", short_repr(request_id)
+            )
+            return True
+        except BaseException as exc:
+            self._died("SAVE", exc)
+            return None
 
     def _take(self) -> tuple[str, Any, bool, bool]:
         """Called with ``_send_cond`` held and the FIFO not empty: the next item as
