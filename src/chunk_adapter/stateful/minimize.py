@@ -27,6 +27,8 @@ from typing import Any
 
 from hypothesis.stateful import RULE_MARKER
 
+from ..confirm import PASSED, Seen
+from ..confirm import same_failure as same
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
 
@@ -41,6 +43,7 @@ __all__ = [
     "parse",
     "run_steps",
     "same_failure",
+    "seen",
 ]
 
 PREFIX = "steps."
@@ -180,14 +183,19 @@ def minimize(
     return Minimized(current, False)
 
 
-def same_failure(first: BaseException, again: BaseException | None) -> bool:
-    """*again* is the failure *first* was: the same root rule (or, for a failure that
-    names no rule, the same exception type); never a step that could not run."""
+def seen(error: BaseException | None) -> Seen:
+    """A run's outcome (the exception it failed with, ``None`` if it passed) as
+    :mod:`chunk_adapter.confirm` compares it: a step that could not run shows nothing."""
     from .budget import first_rules
 
-    if again is None or isinstance(again, Unrunnable):
-        return False
-    a, b = first_rules(first), first_rules(again)
-    if a or b:
-        return a[:1] == b[:1]
-    return type(first) is type(again)
+    if error is None or isinstance(error, Unrunnable):
+        return PASSED
+    kind = f"{type(error).__module__}.{type(error).__qualname__}"
+    return Seen(True, first_rules(error), kind=kind, evidence=str(error).split("\n", 1)[0])
+
+
+def same_failure(first: BaseException, again: BaseException | None) -> bool:
+    """*again* is the failure *first* was (:func:`chunk_adapter.confirm.same_failure`: its
+    root rule broken again, or for a failure that names no rule, the same exception
+    type); never a step that could not run."""
+    return same(seen(first), seen(again))

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from ..confirm import Seen, confirm
 from ..errors import InvalidValue
 from ..factory import AdapterFactory, calibration_reference
 from ..oracles import ContractViolation
@@ -52,7 +53,7 @@ from ..outcome import (
 from ..rules import R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R23
 from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
-from .minimize import Step, encode, minimize, parse, run_steps, same_failure
+from .minimize import Step, encode, minimize, parse, run_steps, same_failure, seen
 from .reproduce import STATEFUL
 
 __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
@@ -218,13 +219,30 @@ def _confirm(
         )
     replay = STATEFUL.command(profile.name, finding.blob, adapter_spec=ctx.adapter_spec)
     reproduce = f"{ctx.replay_prefix} --stage stateful"
-    done, again = _on_thread(
-        lambda: replay_example(
-            factory, finding.blob or "", profile=profile.name, reproduce=reproduce
-        ),
-        end,
+    runs: dict[str, tuple[Exception | None, str]] = {}
+
+    def again(adapter: AdapterFactory, who: str) -> Callable[[], Seen | None]:
+        def run_it() -> Seen | None:
+            done, outcome = _on_thread(
+                lambda: replay_example(
+                    adapter, finding.blob or "", profile=profile.name, reproduce=reproduce
+                ),
+                end,
+            )
+            if not done or outcome is None:
+                return None  # it did not finish within the stage's budget
+            runs[who] = outcome
+            return seen(outcome[0])
+
+        return run_it
+
+    reference = calibration_reference(factory)
+    judged = confirm(
+        seen(error),
+        again(factory, "adapter"),
+        None if reference is None else again(reference, "reference"),
     )
-    if not done or again is None:
+    if judged.why == "not re-run":
         return result(
             "inconclusive",
             f"did not reproduce: found {first}, but re-running the shrunk example did not "
@@ -234,8 +252,8 @@ def _confirm(
             replay=replay,
             coverage=coverage,
         )
-    error_again, printed_again = again
-    if error_again is None or not same_failure(error, error_again):
+    if judged.why == "not reproduced":
+        error_again = runs["adapter"][0]
         got = (
             "it passed"
             if error_again is None
@@ -249,27 +267,21 @@ def _confirm(
             replay=replay,
             coverage=coverage,
         )
-    confirmation = "re-ran the shrunk example: failed again"
-    reference = calibration_reference(factory)
-    if reference is not None:
-        done, calibration = _on_thread(
-            lambda: replay_example(
-                reference, finding.blob or "", profile=profile.name, reproduce=reproduce
-            ),
-            end,
+    if judged.why == "reference failed":
+        reference_error = runs["reference"][0]
+        assert reference_error is not None
+        return result(
+            "inconclusive",
+            reference_also_failed(first, _headline(reference_error)),
+            rules=rules,
+            detail=_detail(error, printed, note, ctx, profile),
+            replay=replay,
+            coverage=coverage,
         )
-        reference_error = calibration[0] if done and calibration is not None else None
-        if reference_error is not None and same_failure(error, reference_error):
-            return result(
-                "inconclusive",
-                reference_also_failed(first, _headline(reference_error)),
-                rules=rules,
-                detail=_detail(error, printed, note, ctx, profile),
-                replay=replay,
-                coverage=coverage,
-            )
-        if done and calibration is not None and reference_error is None:
-            confirmation += REFERENCE_PASSED
+    error_again, printed_again = runs["adapter"]
+    assert error_again is not None
+    confirmation = "re-ran the shrunk example: failed again"
+    confirmation += REFERENCE_PASSED if judged.reference_passed else ""
     lines = steps_of(printed_again or printed)
     smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
     if smaller is not None:

@@ -8,14 +8,14 @@ loopback run is not counted) as ``inconclusive``. A scenario that reaches the
 budget while running (a slow adapter still delivering) is ``inconclusive``
 too: a slow adapter is not a broken one.
 
-A finding is **re-run** with the same seed, up to :data:`RERUNS` times while
-the budget allows: ``fail`` (with ``confirmation="reproduced k of n"``) only
-if at least one re-run fails with a rule the first run named; else
-``inconclusive``. A confirmed finding is then run once on the reference
-adapter (unless it is the adapter under test): if the reference fails it with
-a rule the finding named, the machine was too slow or loaded for a time bound
-and the verdict is ``inconclusive`` too
-(:func:`~chunk_adapter.factory.calibration_reference`). An advisory scenario
+A finding is confirmed as every stage confirms one (:mod:`chunk_adapter.confirm`):
+**re-run** with the same seed, :data:`RERUNS` times while the budget allows,
+it is ``fail`` (with ``confirmation="reproduced k of n"``) only if a re-run
+breaks its root rule again, and the reference adapter (unless it is the
+adapter under test) does not fail it: a reference failing it means the machine
+was too slow or loaded for a time bound (``inconclusive``,
+:func:`~chunk_adapter.factory.calibration_reference`); else ``inconclusive``.
+An advisory scenario
 (the loopback variant) never fails: what it finds is a note. So is a
 ``stats()`` counter that disagrees with the recording (an operator API, not
 the contract).
@@ -24,8 +24,9 @@ the contract).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from ..confirm import Seen, confirm
 from ..factory import AdapterFactory, calibration_reference
 from ..outcome import REFERENCE_PASSED, CheckResult, StageContext, reference_also_failed
 from ..profiles import current_profile
@@ -141,42 +142,51 @@ def _judge(
         return CheckResult("stress", name, rules, "pass", evidence, seconds=seconds)
     found = report.contract_rules or rules
     replay = STRESS.command(name, ctx.seed, adapter_spec=ctx.adapter_spec)
-    reruns, reproduced = 0, 0
-    while reruns < RERUNS and end - time.monotonic() >= seconds + 0.5:
-        again = run(factory, until=end)
-        if again.incomplete and not _contract_failures(again):
-            break  # the budget ran out during the re-run: it decides nothing
-        reruns += 1
-        if set(again.contract_rules) & set(found):
-            reproduced += 1
     detail = report.describe(ctx.adapter_spec)
-    if reproduced:
-        confirmation = f"reproduced {reproduced} of {reruns}"
-        reference = calibration_reference(factory)
-        if reference is not None and end - time.monotonic() >= seconds + 0.5:
-            calibration = run(reference, until=end)
-            if set(calibration.contract_rules) & set(found):
-                return CheckResult(
-                    "stress", name, found, "inconclusive",
-                    reference_also_failed(failures[0], _contract_failures(calibration)[0]),
-                    detail=detail, replay=replay, seconds=time.monotonic() - start,
-                    confirmation=confirmation,
-                )  # fmt: skip
-            if not calibration.incomplete and not calibration.contract_rules:
-                confirmation += REFERENCE_PASSED
+    reference = calibration_reference(factory)
+
+    def again(adapter: AdapterFactory) -> Callable[[], Seen | None]:
+        def run_it() -> Seen | None:
+            if end - time.monotonic() < seconds + 0.5:
+                return None  # no budget left to run it: it would decide nothing
+            shown = run(adapter, until=end)
+            if shown.incomplete and not shown.contract_rules:
+                return None  # the budget ran out during the run
+            return Seen(bool(shown.contract_rules), tuple(shown.contract_rules),
+                        evidence=next(iter(_contract_failures(shown)), ""))  # fmt: skip
+
+        return run_it
+
+    judged = confirm(
+        Seen(True, tuple(found), evidence=failures[0]),
+        again(factory),
+        None if reference is None else again(reference),
+        tries=RERUNS,
+    )
+    confirmation = f"reproduced {judged.reproduced} of {judged.reruns}"
+    if judged.why == "reference failed":
+        assert judged.reference is not None
+        return CheckResult(
+            "stress", name, found, "inconclusive",
+            reference_also_failed(failures[0], judged.reference.evidence),
+            detail=detail, replay=replay, seconds=time.monotonic() - start,
+            confirmation=confirmation,
+        )  # fmt: skip
+    if judged.verdict == "fail":
+        confirmation += REFERENCE_PASSED if judged.reference_passed else ""
         return CheckResult(
             "stress", name, found, "fail", failures[0],
             detail=detail, replay=replay, seconds=time.monotonic() - start,
             confirmation=confirmation,
         )  # fmt: skip
     why = (
-        f"{reruns} re-run(s) with the same seed did not fail that way"
-        if reruns
+        f"{judged.reruns} re-run(s) with the same seed did not fail that way"
+        if judged.reruns
         else "no budget was left to re-run it"
     )
     return CheckResult(
         "stress", name, found, "inconclusive",
         f"did not reproduce: {failures[0]} — {why}",
         detail=detail, replay=replay, seconds=time.monotonic() - start,
-        confirmation=f"reproduced 0 of {reruns}",
+        confirmation=confirmation,
     )  # fmt: skip

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..bed.stack import Bed, SlowFactory
 from ..bed.waiting import STOP_RULES, Hang, call_bounded, holds_for, stopping, wait_until
+from ..confirm import PASSED, Confirmed, Seen, confirm
 from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
 from ..factory import AdapterFactory, calibration_reference
@@ -230,6 +231,17 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
 Check = Callable[[AdapterFactory], tuple[str, str, tuple[str, ...], str]]
 
 
+def _seen(
+    verdict: str, evidence: str, rules: tuple[str, ...], *, decided_only: bool = False
+) -> Seen | None:
+    """A check's run as :func:`~chunk_adapter.confirm.confirm` compares it (``None`` for an
+    inconclusive one with *decided_only*: the reference's run then says nothing)."""
+    if decided_only and verdict not in ("pass", "fail"):
+        return None
+    failed = verdict == "fail"
+    return Seen(failed, rules if failed else (), kind=verdict, evidence=evidence)
+
+
 def _example_check(example: Callable[[AdapterFactory], ExampleOutcome]) -> Check:
     def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
         try:
@@ -257,6 +269,17 @@ def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
     return run
 
 
+def _confirm(check: Check, factory: AdapterFactory, first: Seen) -> Confirmed:
+    """*first*, a failure of *check*, confirmed on fresh adapters and calibrated on the
+    reference (:mod:`chunk_adapter.confirm`)."""
+    reference = calibration_reference(factory)
+    return confirm(
+        first,
+        lambda: _seen(*check(factory)[:3]),
+        None if reference is None else lambda: _seen(*check(reference)[:3], decided_only=True),
+    )
+
+
 def run_probes(
     factory: AdapterFactory,
     replay: str,
@@ -267,11 +290,11 @@ def run_probes(
 ) -> Iterator[CheckResult]:
     """The examples stage: Examples 2 and 3, then the probes; every failure named by rule.
 
-    A failing check is run once more on fresh adapters before it is reported:
-    a violation seen twice is confirmed (``fail``); seen once, it is
-    ``inconclusive``. A confirmed one is run once more on the reference adapter
-    (unless that is the adapter under test): failing there the same way, it
-    judged the machine, not the adapter (``inconclusive``). The stage ends at its
+    A failing check is confirmed as every stage confirms one
+    (:mod:`chunk_adapter.confirm`): run once more on fresh adapters, it must break its
+    root rule again (else ``inconclusive``: seen once), and the reference adapter
+    (unless that is the adapter under test) must not fail it (else the check judged
+    the machine, not the adapter: ``inconclusive``). The stage ends at its
     first confirmed failure (the rest would mostly repeat it, and a hanging adapter
     makes each check cost its bounds), unless *keep_going* (``verify --all``): then
     every check runs.
@@ -288,22 +311,21 @@ def run_probes(
         verdict, evidence, rules, detail = check(factory)
         confirmation = ""
         if verdict == "fail":
-            again, again_evidence, again_rules, _ = check(factory)
-            if again == "fail" and again_rules[:1] == rules[:1]:
+            judged = _confirm(check, factory, Seen(True, rules, kind=verdict, evidence=evidence))
+            if judged.verdict == "fail":
                 confirmation = "ran the check again on fresh adapters: failed the same way"
-                reference = calibration_reference(factory)
-                if reference is not None:
-                    ref, ref_evidence, ref_rules, _ = check(reference)
-                    if ref == "fail" and ref_rules[:1] == rules[:1]:
-                        verdict, confirmation = "inconclusive", ""
-                        evidence = reference_also_failed(evidence, ref_evidence)
-                    elif ref == "pass":
-                        confirmation += REFERENCE_PASSED
+                confirmation += REFERENCE_PASSED if judged.reference_passed else ""
+            elif judged.why == "reference failed":
+                assert judged.reference is not None
+                verdict = "inconclusive"
+                evidence = reference_also_failed(evidence, judged.reference.evidence)
             else:
+                again = judged.again or PASSED
                 verdict = "inconclusive"
                 evidence = (
-                    f"seen once, not confirmed on a second run (which gave {again}"
-                    f"{': ' + again_evidence if again != 'pass' else ''}): {evidence}"
+                    f"seen once, not confirmed on a second run (which gave "
+                    f"{again.kind}{': ' + again.evidence if again.kind != 'pass' else ''}): "
+                    f"{evidence}"
                 )
         yield CheckResult(
             "examples", name, rules, verdict, evidence,  # type: ignore[arg-type]
