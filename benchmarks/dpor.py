@@ -104,7 +104,7 @@ def part3(runs: int) -> None:
 
 
 def part4(budget: float) -> None:
-    from chunk_adapter.explore.library import PROVE
+    from chunk_adapter.explore.scenarios.library import PROVE
 
     print("| scenario (`library.PROVE`) | executions | traces | seconds | verdict |")
     print("|---|---|---|---|---|")

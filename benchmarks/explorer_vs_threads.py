@@ -29,7 +29,7 @@ from chunk_adapter.explore import (
     Strategy,
     explore,
 )
-from chunk_adapter.explore.threads import run_threads
+from chunk_adapter.explore.engine.threads import run_threads
 
 CASES: list[tuple[str, str, Any]] = [
     ("NoTokenCheck", "q5-cleanup-inflight-get", lambda: RandomStrategy(seed=0)),

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from chunk_adapter.explore import LIBRARY, ProofStrategy, RandomStrategy, explore
-from chunk_adapter.explore.library import PROVE
+from chunk_adapter.explore.scenarios.library import PROVE
 
 RANDOM = (
     "q5-cleanup-inflight-get",

@@ -248,7 +248,7 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"chunk-adapter verify: {exc}", file=sys.stderr)
         return 2
     if args.runtime is not None:  # read where the explorer's runs are set up, in every worker
-        from .explore.carriers import RUNTIME_ENV
+        from .explore.runtime.carriers import RUNTIME_ENV
 
         os.environ[RUNTIME_ENV] = args.runtime
     try:

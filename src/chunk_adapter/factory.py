@@ -291,7 +291,7 @@ def accepts_runtime(factory: Callable[..., Any]) -> bool:
 
     Only a hint: a ``**options`` factory may drop it. The explorer does not rely
     on this; it builds one adapter and looks whether its threads came through
-    the runtime (:mod:`chunk_adapter.explore.control`).
+    the runtime (:mod:`chunk_adapter.explore.control.plan`).
     """
     return takes_keyword(factory, "runtime")
 

@@ -13,9 +13,9 @@ hunt     1800 s  1000      60     10 s      5000    2000      5       all     re
 "budget" is ``chunk-adapter verify``'s default ``--max-seconds``; "examples"
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
 bound on any single wait (a wait that runs out is a liveness violation);
-"worlds" how many generated worlds the ``simulate`` stage runs (``explore.simulate``);
+"worlds" how many generated worlds the ``simulate`` stage runs (``explore.engine.simulate``);
 "explorer" the executions per library scenario and strategy; "proofs" how many
-of the explorer's proof scenarios (``explore.library.PROVE``, cheapest first,
+of the explorer's proof scenarios (``explore.scenarios.library.PROVE``, cheapest first,
 five in all) the explore stage tries to prove after its seeded runs; "stress"
 whether the stress stage runs every scenario or one of each kind. The state
 machines run under ``CHUNK_ADAPTER_PROFILE`` when no profile is named; ``ci``
@@ -74,7 +74,7 @@ class Profile:
     stress_all: bool = True
     """Every stress scenario; ``False``: one representative of each kind."""
     proofs: int = 0
-    """How many of the explorer's proof scenarios (``explore.library.PROVE``, cheapest
+    """How many of the explorer's proof scenarios (``explore.scenarios.library.PROVE``, cheapest
     first) the explore stage tries to prove after its seeded runs: all five under
     ``hunt``, none under ``quick`` and ``ci`` (a proof costs up to a minute, and the ``ci``
     verdicts are certified by a frozen measurement that ran without proofs)."""

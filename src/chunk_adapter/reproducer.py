@@ -8,7 +8,7 @@ replay`` reads any of them back with :func:`parse`. The kinds:
 
 ``explore:SCENARIO:SCHEDULE``
     an explorer library scenario under the recorded schedule, step for step
-    (:mod:`chunk_adapter.explore.reproduce`);
+    (:mod:`chunk_adapter.explore.engine.reproduce`);
 ``stateful:PROFILE:steps.DATA`` and ``stateful:PROFILE:BLOB``
     the state machine's steps as the printed test has them, or Hypothesis's
     example blob (:mod:`chunk_adapter.stateful.reproduce`);

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from chunk_adapter.explore import DfsStrategy, Strategy
-from chunk_adapter.explore.controller import Controller
-from chunk_adapter.explore.patches import ACTIVE, forget_executor_threads, installed
-from chunk_adapter.explore.primitives import ControlledRuntime
+from chunk_adapter.explore.control.patches import ACTIVE, forget_executor_threads, installed
+from chunk_adapter.explore.runtime.controller import Controller
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
 
 RUNTIME = ["thread"]
 """What carries the tasks of the controllers made here (the ``each_runtime`` fixture sets

@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from chunk_adapter.explore.primitives import ControlledRuntime
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
 
 __all__ = ["OPS", "random_program"]
 

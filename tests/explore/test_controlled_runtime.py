@@ -14,8 +14,8 @@ import time
 import pytest
 
 from chunk_adapter.explore import DfsStrategy, RandomStrategy
-from chunk_adapter.explore.controller import ExplorerMisuse
-from chunk_adapter.explore.primitives import ControlledRuntime
+from chunk_adapter.explore.runtime.controller import ExplorerMisuse
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
 from tests.explore._programs import every_execution, run_program
 
 pytestmark = pytest.mark.usefixtures("each_runtime")  # every test on threads and greenlets
@@ -284,7 +284,8 @@ def test_a_missing_attribute_of_the_explorer_s_stand_in_is_not_a_verdict() -> No
 
 
 def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
-    from chunk_adapter.explore.stage import KIND_RULES, NOT_CONTROLLED
+    from chunk_adapter.explore.engine.result import NOT_CONTROLLED
+    from chunk_adapter.explore.stages.explore import KIND_RULES
 
     assert "too long" in NOT_CONTROLLED and "too long" not in KIND_RULES
 
@@ -358,14 +359,16 @@ def test_a_factory_default_put_tries_that_is_not_a_count_is_unknown() -> None:
     was taken as the tries, and the oracles refused it: the explore stage crashed."""
     from typing import Any
 
-    from chunk_adapter.explore.execution import _put_tries
+    from chunk_adapter.explore.control.keywords import Keywords
 
     def zero(connector: Any, *, stage_id: int, put_tries: int = 0, **kw: Any) -> Any: ...
 
     def five(connector: Any, *, stage_id: int, put_tries: int = 5, **kw: Any) -> Any: ...
 
-    assert _put_tries(zero, {}) is None
-    assert _put_tries(five, {}) == 5 and _put_tries(zero, {"put_tries": 2}) == 2
+    assert Keywords.of(zero).put_tries({}) is None
+    assert (
+        Keywords.of(five).put_tries({}) == 5 and Keywords.of(zero).put_tries({"put_tries": 2}) == 2
+    )
 
 
 def _orders_of_two_sleepers(slack: float) -> set[tuple[tuple[str, float], ...]]:

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from chunk_adapter.explore import LIBRARY, DfsStrategy, PctStrategy, Strategy
-from chunk_adapter.explore.checks import default_checker, default_wrap
-from chunk_adapter.explore.execution import Setup, prepared, run_once
-from chunk_adapter.explore.primitives import ControlledRuntime
-from chunk_adapter.explore.schedule import decode, encode
+from chunk_adapter.explore.engine.checks import default_checker, default_wrap
+from chunk_adapter.explore.engine.execution import Setup, prepared, run_once
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
+from chunk_adapter.explore.strategies.schedule import decode, encode
 from chunk_adapter.factory import load_factory, reference_factory
 from tests.explore._programs import run_program
 

@@ -27,9 +27,9 @@ from chunk_adapter.explore import (
     explore,
     replay,
 )
-from chunk_adapter.explore.library import PROVE
-from chunk_adapter.explore.primitives import ControlledRuntime
-from chunk_adapter.explore.proofs import PROOF_SECONDS
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
+from chunk_adapter.explore.scenarios.library import PROVE
+from chunk_adapter.explore.stages.proofs import PROOF_SECONDS
 from tests.explore._programs import every_execution
 from tests.explore._random_programs import random_program
 
@@ -285,7 +285,7 @@ class _Footprints(DporStrategy):
 def test_the_two_sides_of_a_request_history_commute_unless_a_key_or_stop_joins_them() -> None:
     # Real footprints of the cleanup race with the SAVE thread putting (r_1_0) while the
     # RECV thread gets and the script loads, cleans up and stops.
-    from chunk_adapter.explore.footprint import conflict
+    from chunk_adapter.explore.runtime.footprint import conflict
 
     strategy = _Footprints(max_executions=30)
     explore(LIBRARY["q5-cleanup-inflight-get-live"], strategy)
@@ -398,8 +398,8 @@ def _proofs(
 ) -> list[Any]:
     import time
 
-    from chunk_adapter.explore import stage
-    from chunk_adapter.explore.proofs import prove_stage
+    from chunk_adapter.explore.stages import explore as stage
+    from chunk_adapter.explore.stages.proofs import prove_stage
     from chunk_adapter.factory import load_factory
     from chunk_adapter.outcome import StageContext
 
@@ -453,7 +453,7 @@ def test_verify_proves_the_small_scenarios_and_says_which_rules() -> None:
 
 
 def test_the_stage_plans_its_proofs_under_hunt_only() -> None:
-    from chunk_adapter.explore import stage
+    from chunk_adapter.explore.stages import explore as stage
 
     hunt, ci = stage.plan("hunt"), stage.plan("ci")
     assert hunt[: len(ci)] == ci and not any("proof" in name for name, _ in ci)
@@ -473,8 +473,8 @@ def _ctx(profile: str, seconds: float, only: tuple[str, ...] = ()) -> Any:
 
 
 def test_hunt_keeps_time_for_its_proofs_and_ci_keeps_none() -> None:
-    from chunk_adapter.explore import stage
-    from chunk_adapter.explore.proofs import PROOF_SECONDS, proof_reserve
+    from chunk_adapter.explore.stages import explore as stage
+    from chunk_adapter.explore.stages.proofs import PROOF_SECONDS, proof_reserve
 
     assert proof_reserve(_ctx("ci", 1000.0), stage.RESERVE) == 0.0
     keep = proof_reserve(_ctx("hunt", 1000.0), stage.RESERVE)
@@ -485,7 +485,7 @@ def test_hunt_keeps_time_for_its_proofs_and_ci_keeps_none() -> None:
 
 @pytest.mark.slow  # the seeded run takes its whole share (about 20 s)
 def test_hunt_proves_even_when_its_seeded_runs_had_no_time() -> None:
-    from chunk_adapter.explore import stage
+    from chunk_adapter.explore.stages import explore as stage
     from chunk_adapter.factory import load_factory
 
     # One seeded run and one proof asked for; 50 s: the proof keeps 25, the run gets
@@ -511,7 +511,7 @@ def test_verify_proofs_have_no_time_so_they_are_not_started() -> None:
 def test_a_proof_counterexample_is_confirmed_by_replay_before_it_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from chunk_adapter.explore import proofs
+    from chunk_adapter.explore.stages import proofs
 
     monkeypatch.setattr(proofs, "PROVE", ("q7-stop-wakes-save", "q7-stop-idle"))
     results = _proofs("tests.quality.broken_explore:LostWakeup")

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from chunk_adapter.explore import LIBRARY, RandomStrategy, explore
-from chunk_adapter.explore.execution import Execution
+from chunk_adapter.explore.engine.execution import Execution
 from chunk_adapter.oracles import Violation, accepted
 from chunk_adapter.rules import R13
 from tests.quality.broken_stress import busy_spinning_recv

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 from chunk_adapter.explore import DfsStrategy, Strategy
-from chunk_adapter.explore.controller import Controller
+from chunk_adapter.explore.runtime.controller import Controller
 from tests.explore._programs import controller, run_patched_on
 
 pytestmark = pytest.mark.usefixtures("each_runtime")  # every test on threads and greenlets
@@ -188,7 +188,7 @@ def test_locks_made_at_import_get_a_controlled_stand_in_and_are_given_back() -> 
     exploration ends the class holds its own lock again."""
     import sys
 
-    from chunk_adapter.explore.substitute import rebound
+    from chunk_adapter.explore.control.substitute import rebound
 
     real_lock, real_rlock = _HoldsLocksMadeAtImport.lock, _HoldsLocksMadeAtImport.rlock
     orders: set[tuple[str, ...]] = set()

@@ -12,11 +12,11 @@ import pytest
 
 from chunk_adapter.errors import InvalidValue
 from chunk_adapter.explore import LIBRARY, RandomStrategy, explore, replay
-from chunk_adapter.explore.checks import _hop_history
-from chunk_adapter.explore.library import VERIFY
-from chunk_adapter.explore.pipeline import hops, members
-from chunk_adapter.explore.scenario import Scenario, load, relay, save
-from chunk_adapter.explore.threads import run_threads
+from chunk_adapter.explore.engine.checks import _hop_history
+from chunk_adapter.explore.engine.threads import run_threads
+from chunk_adapter.explore.scenarios.library import VERIFY
+from chunk_adapter.explore.scenarios.pipeline import hops, members
+from chunk_adapter.explore.scenarios.scenario import Scenario, load, relay, save
 from chunk_adapter.history import ConnectorOp
 from chunk_adapter.oracles import CallRecord
 

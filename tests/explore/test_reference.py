@@ -23,7 +23,7 @@ from chunk_adapter.explore import (
     Report,
     explore,
 )
-from chunk_adapter.explore.generate import scenarios, schedules
+from chunk_adapter.explore.scenarios.generate import scenarios, schedules
 
 
 def _ok(report: Report) -> None:

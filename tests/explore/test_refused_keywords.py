@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from chunk_adapter.explore import RandomStrategy, explore
-from chunk_adapter.explore.execution import Execution
-from chunk_adapter.explore.library import scenario
+from chunk_adapter.explore.engine.execution import Execution
+from chunk_adapter.explore.scenarios.library import scenario
 from chunk_adapter.factory import LoadedFactory, load_factory, takes_keyword
 
 SPEC = "tests.explore.shapes.strict_options:make_forwarding"

@@ -25,8 +25,8 @@ from chunk_adapter.explore import (
     explore,
     replay,
 )
-from chunk_adapter.explore.execution import Setup, run_once
-from chunk_adapter.explore.schedule import decode, encode
+from chunk_adapter.explore.engine.execution import Setup, run_once
+from chunk_adapter.explore.strategies.schedule import decode, encode
 from chunk_adapter.factory import reference_factory
 from tests.quality import broken_explore
 
@@ -41,7 +41,7 @@ def fingerprint(execution: Execution) -> tuple[Any, ...]:
 
 def executions(name: str, strategy: Strategy, count: int, factory: Any = None) -> list[Execution]:
     setup = Setup(factory=factory or reference_factory)
-    from chunk_adapter.explore.checks import default_checker, default_wrap
+    from chunk_adapter.explore.engine.checks import default_checker, default_wrap
 
     setup.checker, setup.wrap = default_checker, default_wrap()
     out = []

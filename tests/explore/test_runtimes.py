@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from chunk_adapter.explore import LIBRARY, DfsStrategy, RandomStrategy, replay
-from chunk_adapter.explore.carriers import choose
-from chunk_adapter.explore.checks import default_checker, default_wrap
-from chunk_adapter.explore.controller import Controller
-from chunk_adapter.explore.execution import Execution, Setup, prepared, run_once
+from chunk_adapter.explore.engine.checks import default_checker, default_wrap
+from chunk_adapter.explore.engine.execution import Execution, Setup, prepared, run_once
+from chunk_adapter.explore.runtime.carriers import choose
+from chunk_adapter.explore.runtime.controller import Controller
 from chunk_adapter.factory import load_factory, reference_factory
 from tests.explore._programs import run_patched_on
 from tests.quality import broken_explore as broken
@@ -190,7 +190,7 @@ def test_greenlet_executions_share_one_hub_thread_and_a_stuck_one_gets_a_new_hub
 def test_a_hub_whose_execution_raised_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     """An exception that escapes the hub's execution ends its thread: the next execution
     must get a new hub, not wait for one that is gone."""
-    from chunk_adapter.explore.carriers import GreenletCarrier
+    from chunk_adapter.explore.runtime.carriers import GreenletCarrier
     from tests.explore._programs import run_program
 
     def boom(self: Any, ctl: Any, main: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from chunk_adapter.explore import RandomStrategy
-from chunk_adapter.explore.primitives import ControlledRuntime
+from chunk_adapter.explore.runtime.primitives import ControlledRuntime
 from chunk_adapter.explore.strategies import SectionStrategy, Strategy
 from tests.explore._programs import every_execution
 

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from chunk_adapter.explore import LIBRARY, PctStrategy, RandomStrategy, explore, replay
-from chunk_adapter.explore.control import plan_control
-from chunk_adapter.explore.controller import ExplorerMisuse
+from chunk_adapter.explore.control.plan import plan_control
+from chunk_adapter.explore.runtime.controller import ExplorerMisuse
 from chunk_adapter.factory import load_factory
 from chunk_adapter.verify.replay import replay_string
 

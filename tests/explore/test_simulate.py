@@ -1,4 +1,4 @@
-"""Generated simulation (``chunk_adapter.explore.simulate``, the ``simulate`` stage).
+"""Generated simulation (``chunk_adapter.explore.engine.simulate``, the ``simulate`` stage).
 
 Whole worlds drawn by Hypothesis run in virtual time: the reference adapter passes
 them; seeded bugs are found, shrunk to a few scheduler ops and replayed; a 60-second
@@ -26,12 +26,19 @@ if str(ROOT) not in sys.path:
 from chunk_adapter.adapter import ChunkAdapter  # noqa: E402
 from chunk_adapter.connectors.timed import TimedFaults  # noqa: E402
 from chunk_adapter.errors import InvalidValue  # noqa: E402
-from chunk_adapter.explore import scenario as scenario_module  # noqa: E402
-from chunk_adapter.explore import sim_stage  # noqa: E402
-from chunk_adapter.explore.codec import decode, encode  # noqa: E402
-from chunk_adapter.explore.execution import Execution, prepared  # noqa: E402
-from chunk_adapter.explore.reproduce import SIM  # noqa: E402
-from chunk_adapter.explore.scenario import (  # noqa: E402
+from chunk_adapter.explore.engine.execution import Execution, prepared  # noqa: E402
+from chunk_adapter.explore.engine.reproduce import SIM  # noqa: E402
+from chunk_adapter.explore.engine.simulate import (  # noqa: E402
+    replay_world,
+    run_world,
+    signature,
+    sim_setup,
+    simulate,
+    strategy_for,
+)
+from chunk_adapter.explore.scenarios import scenario as scenario_module  # noqa: E402
+from chunk_adapter.explore.scenarios.codec import decode, encode  # noqa: E402
+from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
     Scenario,
     cancel,
     cleanup,
@@ -45,16 +52,9 @@ from chunk_adapter.explore.scenario import (  # noqa: E402
     slow,
     stop,
 )
-from chunk_adapter.explore.simulate import (  # noqa: E402
-    replay_world,
-    run_world,
-    signature,
-    sim_setup,
-    simulate,
-    strategy_for,
-)
+from chunk_adapter.explore.scenarios.worlds import worlds  # noqa: E402
+from chunk_adapter.explore.stages import simulate as sim_stage  # noqa: E402
 from chunk_adapter.explore.strategies import DrawnStrategy  # noqa: E402
-from chunk_adapter.explore.worlds import worlds  # noqa: E402
 from chunk_adapter.factory import load_factory, reference_factory  # noqa: E402
 from chunk_adapter.oracles import CallRecord  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402

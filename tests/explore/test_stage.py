@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from chunk_adapter.explore.stage import run_stage  # noqa: E402
+from chunk_adapter.explore.stages.explore import run_stage  # noqa: E402
 from chunk_adapter.factory import load_factory  # noqa: E402
 from chunk_adapter.outcome import CheckResult, StageContext  # noqa: E402
 from chunk_adapter.profiles import PROFILES  # noqa: E402

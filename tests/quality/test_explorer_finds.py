@@ -31,8 +31,8 @@ from chunk_adapter.explore import (
     explore,
     replay,
 )
-from chunk_adapter.explore.generate import scenarios, schedules
-from chunk_adapter.explore.schedule import decode
+from chunk_adapter.explore.scenarios.generate import scenarios, schedules
+from chunk_adapter.explore.strategies.schedule import decode
 from tests.quality import broken_explore as broken
 from tests.quality import plain_threading_adapter as plain
 
@@ -239,7 +239,7 @@ def test_substitution_mode_finds_the_bug_in_a_plain_threading_adapter() -> None:
 
 
 def test_an_adapter_without_runtime_is_refused_unless_substituted() -> None:
-    from chunk_adapter.explore.controller import ExplorerMisuse
+    from chunk_adapter.explore.runtime.controller import ExplorerMisuse
 
     with pytest.raises(ExplorerMisuse, match="substitute="):
         explore(

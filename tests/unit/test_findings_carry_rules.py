@@ -15,8 +15,8 @@ from chunk_adapter import ChunkAdapter
 from chunk_adapter.bed.stack import SlowFactory
 from chunk_adapter.bed.waiting import STOP_RULES, Hang, stopping
 from chunk_adapter.examples import ExampleOutcome
-from chunk_adapter.explore import stage as explore_stage
-from chunk_adapter.explore.tasks import Failure, as_failure, signature
+from chunk_adapter.explore.runtime.tasks import Failure, as_failure, signature
+from chunk_adapter.explore.stages import explore as explore_stage
 from chunk_adapter.oracles import ContractViolation, Violation
 from chunk_adapter.stateful.budget import first_rules
 from chunk_adapter.stress.report import NOTE, ORACLE, StressReport

@@ -9,7 +9,7 @@ import pytest
 from chunk_adapter import profiles
 from chunk_adapter.cli import _parser
 from chunk_adapter.errors import InvalidValue
-from chunk_adapter.explore import stage as explore_stage
+from chunk_adapter.explore.stages import explore as explore_stage
 from chunk_adapter.stress.stage import plan as stress_plan
 from chunk_adapter.verify import PROFILES, check_adapter, verify
 
@@ -44,13 +44,13 @@ def test_only_the_quick_profile_shortens_the_stress_plan() -> None:
 
 
 def test_the_proofs_each_profile_runs_are_the_tables() -> None:
-    from chunk_adapter.explore import proofs
-    from chunk_adapter.explore.library import PROVE
+    from chunk_adapter.explore.scenarios.library import PROVE
+    from chunk_adapter.explore.stages import proofs
 
     assert not hasattr(proofs, "PROOF_PROFILES")  # no second table beside PROFILES
     table = {name: p.proofs for name, p in profiles.PROFILES.items()}
     assert table == {"quick": 0, "ci": 0, "hunt": len(PROVE)}, (
-        f"hunt proves every scenario of explore.library.PROVE ({len(PROVE)}), the others "
+        f"hunt proves every scenario of explore.scenarios.library.PROVE ({len(PROVE)}), the others "
         f"none; the table says {table}: set Profile.proofs in profiles.PROFILES"
     )
     assert proofs.proof_plan("ci", lambda question: ()) == []

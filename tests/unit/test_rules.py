@@ -56,7 +56,7 @@ def test_a_rule_is_found_by_name_or_number_and_a_bad_one_is_named() -> None:
 
 
 def test_the_oracle_rules_are_what_the_simulate_stage_plans() -> None:
-    from chunk_adapter.explore.sim_stage import RULES as SIMULATED
+    from chunk_adapter.explore.stages.simulate import RULES as SIMULATED
     from chunk_adapter.rules import ORACLE, R21, R24
 
     assert SIMULATED == ORACLE == tuple(r for r in VERIFIED if r not in (R21, R24))

@@ -6,11 +6,11 @@ controlled runtime with a virtual clock; a strategy picks which thread moves at
 every switch point. See docs/explorer.md.
 """
 
-from .controller import Failure
-from .execution import Execution
-from .explorer import ExplorationFailed, Report, explore, replay
-from .library import LIBRARY
-from .scenario import Op, Scenario
+from .engine.explorer import ExplorationFailed, Report, explore, replay
+from .engine.result import Execution
+from .runtime.controller import Failure
+from .scenarios.library import LIBRARY
+from .scenarios.scenario import Op, Scenario
 from .strategies import (
     DfsStrategy,
     DporStrategy,

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..factory import REFERENCE, load_factory
-from .explorer import describe, explore, replay
-from .library import LIBRARY, scenario
+from .engine.explorer import describe, explore, replay
+from .engine.trace import format_trace
+from .scenarios.library import LIBRARY, scenario
 from .strategies import (
     DfsStrategy,
     DporStrategy,
@@ -37,7 +38,6 @@ from .strategies import (
     RandomStrategy,
     Strategy,
 )
-from .trace import format_trace
 
 __all__ = ["main"]
 

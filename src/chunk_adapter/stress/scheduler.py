@@ -56,7 +56,7 @@ class SchedulerLoop:
     """Drives a pipeline's adapters as a scheduler thread's loop would (see module doc).
 
     The pipeline's scheduler, played on a real thread; not the explorer's
-    ``Scheduler`` protocol (:mod:`chunk_adapter.explore.tasks`), which picks the
+    ``Scheduler`` protocol (:mod:`chunk_adapter.explore.runtime.tasks`), which picks the
     thread that runs next.
 
     ``received`` accumulates every ``poll_ready`` result per request;

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from ..explore.reproduce import EXPLORE, SIM
+from ..explore.engine.reproduce import EXPLORE, SIM
 from ..factory import load_factory
 from ..reproducer import Kind, forms, parse
 from ..stateful.reproduce import STATEFUL

@@ -69,10 +69,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "simulate",
-        "chunk_adapter.explore.sim_stage:run_stage",
+        "chunk_adapter.explore.stages.simulate:run_stage",
         0.6,
         "generated worlds in virtual time",
-        "chunk_adapter.explore.sim_stage:plan",
+        "chunk_adapter.explore.stages.simulate:plan",
     ),
     Stage(
         "stress",
@@ -90,10 +90,10 @@ STAGES: tuple[Stage, ...] = (
     ),
     Stage(
         "explore",
-        "chunk_adapter.explore.stage:run_stage",
+        "chunk_adapter.explore.stages.explore:run_stage",
         1.0,
         "interleaving explorer",
-        "chunk_adapter.explore.stage:plan",
+        "chunk_adapter.explore.stages.explore:plan",
     ),
 )
 """The examples first (cheap, and each probe names its rule), then the generated worlds:

@@ -3,12 +3,17 @@
 Three calls: :meth:`Strategy.start_execution` before each execution (``False``
 ends the exploration), :meth:`Strategy.next_task` at each point where the
 controller must pick which thread runs, and :meth:`Strategy.next_u64` when the
-code under test asks for a random number.
+code under test asks for a random number. A strategy that sets :attr:`Strategy.observes`
+(DPOR) also hears, through :meth:`Strategy.observe` and :meth:`Strategy.waiting`, what each
+step touched; the others keep their no-op defaults and the controller tracks nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+
+from ..runtime.footprint import Footprint
 
 __all__ = ["OneExecution", "Strategy", "ordered"]
 
@@ -23,6 +28,9 @@ class Strategy:
     gap = False
     """The running thread is about to take again a lock it released a few switch points
     ago (between two critical sections of one lock: :mod:`.sections`)."""
+    observes = False
+    """``True``: the controller tracks what each step touches (its footprint) and calls
+    :meth:`observe` and :meth:`waiting` (:mod:`.dpor`); ``False``: it never calls them."""
 
     def start_execution(self) -> bool:
         raise NotImplementedError
@@ -32,6 +40,14 @@ class Strategy:
 
     def next_u64(self) -> int:
         return 0
+
+    def observe(self, tid: int, footprint: Footprint, held: dict[Any, int] | None = None) -> None:
+        """Task *tid* ended a step that touched *footprint*, after which *held* says who
+        holds each lock the step touched (-1: nobody). Called only when :attr:`observes`."""
+
+    def waiting(self, tid: int, lock: Any, holder: int) -> None:
+        """At this choice point task *tid* is not offered: its next step takes *lock*,
+        which task *holder* holds. Called only when :attr:`observes`."""
 
     def describe(self) -> str:
         """How to build this strategy again, as Python (shown in failure reports)."""

@@ -4,7 +4,7 @@ DFS runs every order of every step. Two steps that touch nothing in common (a
 RECV thread's ``get r_0_1`` and the SAVE thread's ``acquire _send_lock``) give
 the same result in either order, so running both orders is waste; DPOR runs
 one order of each such pair and every order of the steps that *conflict*
-(:mod:`..footprint` says which: same lock, condition, event, task, queue,
+(:mod:`..runtime.footprint` says which: same lock, condition, event, task, queue,
 connector key, request history, adapter attribute). Each execution explores one
 *Mazurkiewicz trace* (an equivalence class of schedules under swapping adjacent
 independent steps); the exploration is complete when every trace was run.
@@ -12,7 +12,8 @@ independent steps); the exploration is complete when every trace was run.
 How (stateless, like DFS: executions are replayed from the start):
 
 * The controller hands over each step's footprint when the step ends
-  (``observe``); the strategy asks at every step (``every_step``).
+  (``observe``, since it sets ``observes``); the strategy asks at every step
+  (``every_step``).
 * After an execution, every *race* — two conflicting steps of different tasks
   with no happens-before path between them except their own conflict — adds,
   at the state before the first step, a task that starts a reordering of the
@@ -67,8 +68,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..controller import Pruned
-from ..footprint import TIME_PASSED, Footprint, conflict
+from ..runtime.controller import Pruned
+from ..runtime.footprint import TIME_PASSED, Footprint, conflict
 from .base import Strategy
 from .replay import ScheduleDiverged
 
@@ -182,6 +183,7 @@ class DporStrategy(Strategy):
     """Exhaustive over Mazurkiewicz traces (see module doc); ``complete`` when done."""
 
     every_step = True
+    observes = True
 
     def __init__(
         self, max_executions: int | None = None, preemption_bound: int | None = None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schedule import Decision, decode
 from .base import OneExecution
+from .schedule import Decision, decode
 
 __all__ = ["ReplayStrategy", "ScheduleDiverged"]
 

@@ -10,7 +10,7 @@ back. This strategy does both, on purpose and for every lock alike:
 
 * mostly it keeps the running thread (no preemption), with a rare random switch;
 * when the running thread is about to take again a lock it released within its
-  last :data:`~chunk_adapter.explore.tasks.SECTION_GAP` switch points
+  last :data:`~chunk_adapter.explore.runtime.tasks.SECTION_GAP` switch points
   (:attr:`Strategy.gap`, set by the controller), it switches, half of the time, to
   another runnable thread and keeps that one running for a random stretch of
   switch points, so it can do a whole operation (a commit, a cleanup, a poll)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InvalidValue
+from ...errors import InvalidValue
 
 __all__ = ["Decision", "decode", "encode"]
 

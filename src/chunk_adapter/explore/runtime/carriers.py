@@ -29,13 +29,10 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from types import CodeType, FunctionType, ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from . import real
 from .tasks import Task, TaskState
-
-if TYPE_CHECKING:
-    from .controller import Controller
 
 _greenlet: Any
 try:
@@ -48,6 +45,7 @@ __all__ = [
     "RUNTIMES",
     "RUNTIME_ENV",
     "Carrier",
+    "ControllerView",
     "GreenletCarrier",
     "ThreadCarrier",
     "choose",
@@ -72,6 +70,31 @@ _FAKE_IDENTS = itertools.count(1 << 48)
 """Thread idents for greenlet tasks (no OS thread has one this large)."""
 
 
+class ControllerView(Protocol):
+    """What a carrier reads and sets of the controller (:class:`~.controller.Controller`,
+    which sits above the carriers and hands them itself)."""
+
+    wall_timeout: float
+    tasks: list[Task]
+    current: Task | None
+    idents: set[int]
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def aborting(self) -> bool: ...
+
+    def spawn(
+        self,
+        target: Callable[[], None],
+        name: str,
+        *,
+        is_main: bool = False,
+        thread: threading.Thread | None = None,
+    ) -> Task: ...
+
+
 class Carrier:
     """The hand-off between the controller's tasks (one carrier per execution)."""
 
@@ -86,7 +109,7 @@ class Carrier:
         where there is one (no method call in between), else the bound method."""
         return self.key
 
-    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+    def spawn(self, ctl: ControllerView, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
         """Give *task* something to run *body* on; it starts when first handed the turn."""
         raise NotImplementedError
@@ -94,16 +117,16 @@ class Carrier:
     def enter(self, task: Task) -> None:
         """Called first thing in a task's body: wait for the first turn."""
 
-    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+    def run(self, ctl: ControllerView, main: Callable[[], None]) -> None:
         """Start the execution with *main* as the scheduler task (returns at once)."""
         raise NotImplementedError
 
-    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+    def hand(self, ctl: ControllerView, me: Task, nxt: Task | None) -> None:
         """*me* gives up the turn to *nxt* (``None``: nobody runs: the execution is over)
         and, unless it finished, waits until it is handed the turn again."""
         raise NotImplementedError
 
-    def abort(self, ctl: Controller, stuck: bool) -> None:
+    def abort(self, ctl: ControllerView, stuck: bool) -> None:
         """Unwind every unfinished task (each raises :class:`Aborted` where it waits);
         *stuck*: the running task did not come back, do not wait long for it."""
         raise NotImplementedError
@@ -120,7 +143,7 @@ class ThreadCarrier(Carrier):
     def key_function(self) -> Callable[[], Any]:
         return real.get_ident
 
-    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+    def spawn(self, ctl: ControllerView, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
         task.baton = real.allocate_lock()
         task.baton.acquire()
@@ -136,13 +159,13 @@ class ThreadCarrier(Carrier):
         assert task.baton is not None
         task.baton.acquire()
 
-    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+    def run(self, ctl: ControllerView, main: Callable[[], None]) -> None:
         task = ctl.spawn(main, "scheduler", is_main=True)
         ctl.current = task
         assert task.baton is not None
         task.baton.release()
 
-    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+    def hand(self, ctl: ControllerView, me: Task, nxt: Task | None) -> None:
         if nxt is not None:
             assert nxt.baton is not None
             nxt.baton.release()
@@ -151,7 +174,7 @@ class ThreadCarrier(Carrier):
         assert me.baton is not None
         me.baton.acquire()
 
-    def abort(self, ctl: Controller, stuck: bool) -> None:
+    def abort(self, ctl: ControllerView, stuck: bool) -> None:
         for task in ctl.tasks:
             if task.state is TaskState.FINISHED or task.thread is None or task.baton is None:
                 continue
@@ -186,7 +209,7 @@ class GreenletCarrier(Carrier):
     def key_function(self) -> Callable[[], Any]:
         return self._getcurrent  # type: ignore[no-any-return]
 
-    def spawn(self, ctl: Controller, task: Task, body: Callable[[], None],
+    def spawn(self, ctl: ControllerView, task: Task, body: Callable[[], None],
               thread: threading.Thread | None) -> None:  # fmt: skip
         if thread is None:
             thread = real.Thread(target=None, name=task.name, daemon=True)  # never started
@@ -197,11 +220,11 @@ class GreenletCarrier(Carrier):
         task.thread = thread
         task.glet = _greenlet.greenlet(body, parent=self._hub)
 
-    def run(self, ctl: Controller, main: Callable[[], None]) -> None:
+    def run(self, ctl: ControllerView, main: Callable[[], None]) -> None:
         self._thread = _HubThread.take()
         self._thread.submit(functools.partial(self._hub_job, ctl, main))
 
-    def _hub_job(self, ctl: Controller, main: Callable[[], None]) -> None:
+    def _hub_job(self, ctl: ControllerView, main: Callable[[], None]) -> None:
         try:
             self._hub_main(ctl, main)
         except BaseException:
@@ -211,7 +234,7 @@ class GreenletCarrier(Carrier):
         finally:
             self._finished.set()
 
-    def _hub_main(self, ctl: Controller, main: Callable[[], None]) -> None:
+    def _hub_main(self, ctl: ControllerView, main: Callable[[], None]) -> None:
         self._hub = self._getcurrent()
         ctl.idents.add(real.get_ident())
         ctl.current = ctl.spawn(main, "scheduler", is_main=True)
@@ -233,7 +256,7 @@ class GreenletCarrier(Carrier):
                 continue
             glet.switch()  # it raises Aborted where it waits, and unwinds
 
-    def hand(self, ctl: Controller, me: Task, nxt: Task | None) -> None:
+    def hand(self, ctl: ControllerView, me: Task, nxt: Task | None) -> None:
         if me.state is _FINISHED:
             return  # its greenlet ends: the hub switches to ctl.current
         if nxt is not None:
@@ -242,7 +265,7 @@ class GreenletCarrier(Carrier):
         else:
             self._hub.switch()
 
-    def abort(self, ctl: Controller, stuck: bool) -> None:
+    def abort(self, ctl: ControllerView, stuck: bool) -> None:
         self._unwind.set()
         hub = self._thread
         if hub is not None:

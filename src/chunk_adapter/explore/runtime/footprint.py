@@ -41,7 +41,7 @@ both sides). So a RECV thread's get of ``r_1_1`` that misses, or the script's
 or its build for ``r``; two records of one side of a request still conflict.
 
 The adapter's own state is seen through its instance attributes
-(:func:`watch_state`: the instance gets a subclass that notes every read and
+(:func:`~.watch.watch_state`: the instance gets a subclass that notes every read and
 write of an attribute in its ``__dict__``). Reading an attribute that holds a
 mutable value (a list, a dict, a deque) counts as a write, since the step may
 mutate it. State the explorer cannot see — module globals, closures, objects
@@ -75,8 +75,6 @@ __all__ = [
     "conflict",
     "hist",
     "request_of",
-    "unwatch_state",
-    "watch_state",
 ]
 
 Footprint = dict[Any, str]
@@ -102,8 +100,6 @@ Observe = Callable[[int, Footprint, dict[Any, int]], None]
 Waiting = Callable[[int, Any, int], None]
 """A strategy's ``waiting(tid, lock, holder)``: at this choice point task *tid* is not
 offered because its next step takes *lock*, which task *holder* holds."""
-
-_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), frozenset, range)
 
 
 def merge(fp: Footprint, key: Any, mode: str) -> None:
@@ -204,103 +200,3 @@ def _owner(lock: Any) -> int:
     """The task id holding *lock*, or -1 when it is free."""
     owner = lock.owner
     return -1 if owner is None else int(owner.tid)
-
-
-# -- the adapter's own attributes ----------------------------------------------
-
-_WATCHED: dict[type, type] = {}
-_SKIP_TYPES: tuple[type, ...] = ()
-
-
-def _skip_types() -> tuple[type, ...]:
-    """Values whose operations are switch points of their own (noted there)."""
-    global _SKIP_TYPES
-    if not _SKIP_TYPES:
-        import logging
-
-        from ..connectors.base import ConnectorWrapper
-        from .primitives import (
-            ControlledCondition,
-            ControlledEvent,
-            ControlledLock,
-            ControlledRuntime,
-            ControlledThread,
-        )
-        from .queues import ControlledSimpleQueue
-        from .wrappers import ExplorerBuilder
-
-        _SKIP_TYPES = (
-            ControlledLock,
-            ControlledCondition,
-            ControlledEvent,
-            ControlledThread,
-            ControlledRuntime,
-            ControlledSimpleQueue,
-            ConnectorWrapper,
-            ExplorerBuilder,
-            logging.Logger,
-        )
-    return _SKIP_TYPES
-
-
-def _watched_class(cls: type) -> type:
-    made = _WATCHED.get(cls)
-    if made is not None:
-        return made
-    skip = _skip_types()
-    get = object.__getattribute__
-    setattr_of: Any = cls.__setattr__
-
-    def __getattribute__(self: Any, name: str) -> Any:
-        value = get(self, name)
-        state = get(self, "__dict__")
-        if name in state and name != "__chunk_adapter_watch__":
-            watch = state.get("__chunk_adapter_watch__")
-            if watch is not None and not isinstance(value, skip):
-                ctl, serial = watch
-                mode = "r" if isinstance(value, _IMMUTABLE) or callable(value) else "w"
-                ctl.touch(("attr", serial, name), mode)
-        return value
-
-    def __setattr__(self: Any, name: str, value: Any) -> None:
-        watch = get(self, "__dict__").get("__chunk_adapter_watch__")
-        if watch is not None:
-            watch[0].touch(("attr", watch[1], name), "w")
-        setattr_of(self, name, value)
-
-    made = type(
-        cls.__name__,
-        (cls,),
-        {
-            "__getattribute__": __getattribute__,
-            "__setattr__": __setattr__,
-            "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__,
-        },
-    )
-    _WATCHED[cls] = made
-    return made
-
-
-def watch_state(adapter: Any, ctl: Any) -> bool:
-    """Note every read and write of *adapter*'s instance attributes in *ctl*'s footprints.
-
-    Returns ``False`` when the instance cannot be watched (no ``__dict__``, a class
-    that forbids it): the caller must then treat every step as conflicting."""
-    try:
-        cls = type(adapter)
-        if "__getattribute__" in vars(cls) or not hasattr(adapter, "__dict__"):
-            return False
-        watched = _watched_class(cls)
-        adapter.__class__ = watched
-        adapter.__dict__["__chunk_adapter_watch__"] = (ctl, ctl.new_serial())
-    except (TypeError, AttributeError):
-        return False
-    return True
-
-
-def unwatch_state(adapter: Any) -> None:
-    """Stop noting (the execution is over; a late thread must not reach the controller)."""
-    state = getattr(adapter, "__dict__", None)
-    if isinstance(state, dict):
-        state.pop("__chunk_adapter_watch__", None)

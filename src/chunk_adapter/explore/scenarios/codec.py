@@ -16,7 +16,7 @@ import zlib
 from dataclasses import fields
 from typing import Any
 
-from ..errors import InvalidValue
+from ...errors import InvalidValue
 from .scenario import Op, Scenario
 
 __all__ = ["decode", "encode"]

@@ -39,7 +39,7 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
-from ..errors import InvalidValue
+from ...errors import InvalidValue
 
 __all__ = [
     "TOPOLOGIES",
@@ -307,7 +307,8 @@ class Scenario:
         return tail == ["settle", "poll", "stop"] and all(op.kind != "stop" for op in script[:-1])
 
     def to_python(self) -> str:
-        """The scenario as Python (``from chunk_adapter.explore.scenario import *`` first)."""
+        """The scenario as Python (after ``from chunk_adapter.explore.scenarios.scenario
+        import *``)."""
         ops = ",\n        ".join(str(op) for op in self.ops)
         extra = "".join(
             f", {f.name}={getattr(self, f.name)!r}"

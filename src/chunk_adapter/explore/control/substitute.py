@@ -7,7 +7,7 @@ holds the real object under its own name; :func:`rebound` points those names at
 the routers for the duration of an exploration, in the *candidate modules*:
 
 * the factory's module, and the modules of every class in the adapter's MRO
-  (found by a discovery build, :mod:`.control`);
+  (found by a discovery build, :mod:`.control.plan`);
 * what the discovery build saw the adapter use (:func:`reached_modules`): the
   modules whose code its threads run (their targets, a ``Thread`` subclass's
   class), and the modules of the classes of the objects it holds, two
@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from ..errors import InvalidValue
+from ...errors import InvalidValue
 from .patches import REAL_ONLY, REPLACEMENTS, routed_lock
 
 __all__ = ["candidate_modules", "named_modules", "reached_modules", "rebound"]

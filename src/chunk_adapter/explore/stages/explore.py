@@ -4,7 +4,7 @@ Every scenario of :data:`~.library.VERIFY` runs under PCT and under uniform
 random schedules, a fixed number of executions each (by profile), planned
 inside the stage's deadline. A red must mean a bug, so:
 
-* the adapter is controlled as :mod:`.control` decides (white-box through
+* the adapter is controlled as :mod:`.control.plan` decides (white-box through
   ``runtime=``, or substitution: every thread it starts through ``threading``
   is controlled, whatever module it lives in);
 * a thread the explorer cannot control, or a block on something it does not
@@ -23,30 +23,26 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from ..errors import InvalidValue
-from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext
-from ..profiles import current_profile
-from ..rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20, R22
-from .carriers import CONFIRM_RUNTIME
-from .control import Control, plan_control
-from .controller import Failure
-from .execution import Execution
-from .explorer import Report, explore, replay
-from .library import LIBRARY, VERIFY
+from ...errors import InvalidValue
+from ...factory import AdapterFactory
+from ...outcome import CheckResult, StageContext
+from ...profiles import current_profile
+from ...rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20, R22
+from ..control.plan import Control, plan_control
+from ..engine.explorer import Report, explore, replay
+from ..engine.reproduce import EXPLORE
+from ..engine.result import NOT_CONTROLLED, Execution
+from ..runtime.carriers import CONFIRM_RUNTIME
+from ..runtime.controller import Failure
+from ..runtime.tasks import signature
+from ..scenarios.library import LIBRARY, VERIFY
+from ..strategies import PctStrategy, RandomStrategy, Strategy
 from .proofs import proof_plan, proof_reserve, prove_stage
-from .reproduce import EXPLORE
-from .strategies import PctStrategy, RandomStrategy, Strategy
-from .tasks import signature
 
 __all__ = ["plan", "run_stage"]
 
 # Rules for explorer failures that are not oracle violations (those carry theirs).
 KIND_RULES = {"deadlock": R20, "hang": R18, "livelock": R17, "crash": R22}
-# Failures that say the run was not under the explorer's control, that the factory
-# could not build the adapter (nothing was driven yet), or that an execution outgrew
-# the step budget while the adapter kept sleeping at its pace: never a violation.
-NOT_CONTROLLED = ("uncontrolled", "diverged", "factory", "too long")
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
 STRATEGIES = ("pct", "random")
 

@@ -11,7 +11,6 @@ scheduler thread; and hands the history to the checker.
 from __future__ import annotations
 
 import gc
-import inspect
 import logging
 import sys
 import threading
@@ -21,28 +20,36 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ..bed.waiting import join_bound
-from ..factory import loaded, reference_factory, refused_keywords, takes_keyword
-from ..history import History
-from ..oracles import accepted
-from .carriers import choose
-from .control import Control, controlled, plan_control
-from .controller import Controller, ExplorerMisuse, Failure, Scheduler, Step
-from .footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist, watch_state
-from .patches import ACTIVE, forget_executor_threads
-from .pipeline import Hop, hops, roles_for
-from .primitives import ControlledCondition, ControlledEvent, ControlledLock, ControlledRuntime
-from .scenario import Op, Scenario
-from .scenario_bed import ScenarioBed
-from .schedule import encode
-from .tasks import FactoryFailed, as_failure
+from ...bed.waiting import join_bound
+from ...factory import loaded
+from ...history import History
+from ...oracles import accepted
+from ..control.keywords import Keywords
+from ..control.patches import ACTIVE, forget_executor_threads
+from ..control.plan import Control, controlled, plan_control
+from ..runtime.carriers import choose
+from ..runtime.controller import Controller, ExplorerMisuse, Failure, Scheduler
+from ..runtime.footprint import CALL_SIDE, HIST_ALL, PROGRESS, hist
+from ..runtime.primitives import (
+    ControlledCondition,
+    ControlledEvent,
+    ControlledLock,
+    ControlledRuntime,
+)
+from ..runtime.tasks import FactoryFailed, as_failure
+from ..runtime.watch import watch_state
+from ..runtime.wrappers import ExplorerBuilder, ExplorerConnector
+from ..scenarios.pipeline import hops, roles_for
+from ..scenarios.scenario import Op, Scenario
+from ..scenarios.scenario_bed import ScenarioBed
+from ..strategies.schedule import encode
+from .checks import Owed
+from .result import Execution
 from .timing import CallClock, held_failures, judged, latency_failures
-from .wrappers import ExplorerBuilder, ExplorerConnector
 
 __all__ = [
     "QUIET",
     "Checker",
-    "Execution",
     "SettleTimeout",
     "Setup",
     "Substitute",
@@ -80,8 +87,6 @@ class Setup:
     wrap: Callable[[Any, History], Any] | None = None  # e.g. oracles.RecordedAdapter
     control: Control | None = None
     """Set by :func:`prepared`; without it the factory gets ``runtime=`` unless substituting."""
-    memo: dict[Any, Any] = field(default_factory=dict)
-    """What executions of this run ask of the factory's signature, asked once."""
     runtime: str = "auto"
     """What carries the tasks (:mod:`.carriers`): ``"greenlet"``, ``"thread"``, or
     ``"auto"``, which :func:`prepared` resolves once it knows the adapter's modules."""
@@ -90,58 +95,12 @@ class Setup:
     slack: float = 0.0
     """Timer slack of every execution (:class:`~.controller.Controller`): 0 for the library
     scenarios and proofs (timeouts fire one at a time), a little for generated worlds."""
+    keywords: Keywords = field(init=False)
+    """What the factory's signature says, read once for the run (:mod:`.keywords`)."""
 
     def __post_init__(self) -> None:
         self.factory = loaded(self.factory)  # optional keywords it refuses are left out
-
-    def takes(self, name: str) -> bool:
-        """``takes_keyword`` of the factory, remembered (``inspect.signature`` is slow)."""
-        key = ("takes", name)
-        if key not in self.memo:
-            self.memo[key] = takes_keyword(self.factory, name)
-        # what the signature says, remembered; what a build refused, asked each time
-        return bool(self.memo[key]) and name not in refused_keywords(self.factory)
-
-    def put_tries(self, options: dict[str, Any]) -> int | None:
-        """:func:`_put_tries` of the factory with *options*, remembered."""
-        key = ("put_tries", options.get("put_tries"))
-        if key not in self.memo:
-            self.memo[key] = _put_tries(self.factory, options)
-        value = self.memo[key]
-        return None if value is None else int(value)
-
-
-@dataclass
-class Execution:
-    """What one execution did and whether it failed."""
-
-    scenario: Scenario
-    schedule: str
-    task_names: list[str]
-    trace: list[Step]
-    steps: int
-    virtual_time: float
-    history: History
-    failures: list[Failure] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)
-    """The scenario options the factory took (those it has no parameter for are left out)."""
-    put_tries: int | None = None
-    """The adapter's put tries (from the options or the factory's default; None: unknown)."""
-    cut: int | None = None
-    """A history sequence number taken just before the final ``stop()`` of a script that
-    settled and polled first: everything up to it is a quiescent, still-running history."""
-    hops: tuple[Hop, ...] = ()
-    """The links of the topology; the checker judges each on its own records."""
-    build_roles: dict[int, str] = field(default_factory=dict)
-    """``id(BuildCall) -> role`` of the member whose builder recorded it."""
-    mode: str = "white-box"
-    """How the adapters were controlled: ``"white-box"`` or ``"substitution"``."""
-    pruned: bool = False
-    """The strategy ended it early as redundant (DPOR): not checked, not a trace."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
+        self.keywords = Keywords.of(self.factory)
 
 
 def _names(substitute: Substitute) -> tuple[ModuleType | str, ...]:
@@ -150,17 +109,19 @@ def _names(substitute: Substitute) -> tuple[ModuleType | str, ...]:
 
 @contextmanager
 def prepared(setup: Setup) -> Iterator[Control]:
-    """Decide how to control the factory's adapters (:mod:`.control`), then keep every
+    """Decide how to control the factory's adapters (:mod:`.control.plan`), then keep every
     thread they start under the explorer while the block runs."""
     auto = bool(setup.substitute)
-    if setup.control is None and not auto and not takes_keyword(setup.factory, "runtime"):
+    if setup.control is None and not auto and not setup.keywords.takes("runtime"):
         raise ExplorerMisuse(
             f"factory {setup.factory!r} takes no runtime=, so the explorer cannot control "
             "its threads white-box. Give it a runtime= keyword (see chunk_adapter.runtime), "
             "or explore it in substitution mode: substitute='auto' (or substitute=[the "
             "adapter's modules])"
         )
-    control = setup.control or plan_control(setup.factory, _names(setup.substitute))
+    control = setup.control or plan_control(
+        setup.factory, _names(setup.substitute), keywords=setup.keywords
+    )
     if control.mode != "white-box" and not auto:
         raise ExplorerMisuse(
             f"factory {setup.factory!r} cannot be explored white-box: {control.evidence}. "
@@ -191,7 +152,8 @@ def run_once(
     # outages and pauses in virtual time; the scheduler's busy steps are switch points
     stand.use_clock(runtime.monotonic, runtime.sleep, lambda: ctl.switch_point("scheduler works"))
     history = stand.history
-    options = {k: v for k, v in scenario.options.items() if setup.takes(k)}
+    keywords = setup.keywords
+    options = {k: v for k, v in scenario.options.items() if keywords.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
     clock = CallClock(scenario, runtime.monotonic)  # R3 and R18 on the virtual clock
@@ -203,11 +165,9 @@ def run_once(
         return Execution(
             scenario=scenario, schedule="", task_names=[], trace=[], steps=0,
             virtual_time=ctl.now, history=history, cut=cut,
-            put_tries=setup.put_tries(options), hops=tuple(hops(*scenario.layout)),
+            put_tries=keywords.put_tries(options), hops=tuple(hops(*scenario.layout)),
             build_roles=stand.build_roles,
         )  # fmt: skip
-
-    from .checks import Owed  # checks imports this module
 
     owed_so_far = Owed(probe)  # each hop's records kept up to date between settles
 
@@ -223,7 +183,7 @@ def run_once(
             kwargs: dict[str, Any] = dict(options)
             if pass_runtime:
                 kwargs["runtime"] = runtime
-            if "logger" not in kwargs and setup.takes("logger"):
+            if "logger" not in kwargs and keywords.takes("logger"):
                 kwargs["logger"] = QUIET  # expected faults are logged; keep test output clean
             try:
                 adapter = setup.factory(
@@ -270,7 +230,7 @@ def run_once(
         cut=stand.cut,
         options=options,
         # the options the adapter was built with: a refused put_tries= was left out
-        put_tries=setup.put_tries({k: v for k, v in options.items() if setup.takes(k)}),
+        put_tries=keywords.put_tries({k: v for k, v in options.items() if keywords.takes(k)}),
         hops=tuple(hops(*scenario.layout)),
         build_roles=stand.build_roles,
         mode=setup.control.mode if setup.control else "white-box",
@@ -427,24 +387,6 @@ def _factory_failed(factory: Any, member: Any, kwargs: dict[str, Any], exc: Exce
         "driven. Let the factory take (or ignore, with **kwargs) the optional keywords "
         "it is given"
     )
-
-
-def _put_tries(factory: Callable[..., Any], options: dict[str, Any]) -> int | None:
-    """The put tries the adapter runs with: the option, else the factory's default."""
-    if "put_tries" in options:
-        return int(options["put_tries"])
-    if inspect.unwrap(factory) is reference_factory:
-        from ..adapter import ChunkAdapter
-
-        factory = ChunkAdapter
-    try:
-        param = inspect.signature(factory).parameters.get("put_tries")
-    except (TypeError, ValueError):
-        return None
-    default = None if param is None else param.default
-    if isinstance(default, bool) or not isinstance(default, int) or default < 1:
-        return None  # not a count of tries (0 for "the adapter's own default"...): unknown
-    return default
 
 
 def _name_primitives(adapter: Any, prefix: str) -> None:

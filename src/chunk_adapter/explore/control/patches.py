@@ -41,10 +41,15 @@ from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Any
 
-from . import real
-from .primitives import ControlledCondition, ControlledEvent, ControlledRuntime, ControlledThread
-from .queues import ControlledSimpleQueue
-from .tasks import Aborted, Task
+from ..runtime import real
+from ..runtime.primitives import (
+    ControlledCondition,
+    ControlledEvent,
+    ControlledRuntime,
+    ControlledThread,
+)
+from ..runtime.queues import ControlledSimpleQueue
+from ..runtime.tasks import Aborted, Task
 
 __all__ = ["ACTIVE", "REPLACEMENTS", "controlling", "installed", "routed_lock"]
 

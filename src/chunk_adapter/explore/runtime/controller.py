@@ -21,19 +21,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from . import real
 from .carriers import make_carrier
-from .footprint import TIME_PASSED, Tracker, no_touch
+from .footprint import TIME_PASSED, Footprint, Tracker, no_touch
 from .tasks import (
     SECTION_GAP,
     Aborted,
     Crawl,
     ExplorerMisuse,
     Failure,
-    Scheduler,
     Step,
     StepClock,
     Task,
@@ -62,6 +61,37 @@ __all__ = [
 _RUNNABLE = TaskState.RUNNABLE  # read at every step
 _BLOCKED = TaskState.BLOCKED
 _FINISHED = TaskState.FINISHED
+
+
+class Scheduler(Protocol):
+    """What a strategy offers the controller (one module per strategy implements it;
+    :class:`~.strategies.base.Strategy` declares every call with its default)."""
+
+    every_step: bool
+    """Asked at every step, even when only one task can run."""
+    watches_sections: bool
+    """The controller sets :attr:`gap` before each :meth:`next_task`."""
+    gap: bool
+    """The running task is about to take again a lock it released a few switch points ago."""
+    observes: bool
+    """The controller tracks footprints and calls :meth:`observe` and :meth:`waiting` (DPOR)."""
+
+    def start_execution(self) -> bool:
+        """Prepare the next execution; ``False`` when there is none left to run."""
+
+    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
+        """Pick the task to run next from *runnable* (sorted ids; *current* if still runnable)."""
+
+    def next_u64(self) -> int:
+        """A random number for the code under test (recorded, so replay reproduces it)."""
+
+    def observe(self, tid: int, footprint: Footprint, held: dict[Any, int] | None = None) -> None:
+        """Task *tid* ended a step that touched *footprint*; *held*: who holds each lock
+        the step touched afterwards (-1: nobody)."""
+
+    def waiting(self, tid: int, lock: Any, holder: int) -> None:
+        """At this choice point task *tid* is not offered: its next step takes *lock*,
+        which task *holder* holds."""
 
 
 class Pruned(Exception):
@@ -132,15 +162,16 @@ class Controller:
         self._done = real.Event()
         # Called on the driver when the execution is over, before it is frozen (a scan).
         self.before_finish: Callable[[], None] | None = None
-        # Footprints (DPOR, .footprint): only when the scheduler has observe(tid, footprint,
-        # held). Tracking off: no tracker, touch does nothing, every step goes as before.
-        observe, waiting = getattr(scheduler, "observe", None), getattr(scheduler, "waiting", None)
-        self.tracker: Tracker | None = None if observe is None else Tracker(observe, waiting)
+        # Footprints (DPOR, .footprint): only when the scheduler observes them. Tracking
+        # off: no tracker, touch does nothing, every step goes as before.
+        self.tracker: Tracker | None = (
+            Tracker(scheduler.observe, scheduler.waiting) if scheduler.observes else None
+        )
         self.tracking = self.tracker is not None
         self.every_step = every_step or self.tracking  # DPOR follows every step
         # The scheduler wants to know when the running task is between two critical
         # sections of one lock (strategies.sections): a gap it may preempt at.
-        self._sections = bool(getattr(scheduler, "watches_sections", False))
+        self._sections = scheduler.watches_sections
         self.touch: Callable[[object, str], None] = (
             no_touch if self.tracker is None else self.tracker.touch
         )
@@ -445,7 +476,7 @@ class Controller:
                 current = None
         if self._sections:
             me_ = self.tasks[current] if current is not None else None
-            self.scheduler.gap = (  # type: ignore[attr-defined]
+            self.scheduler.gap = (
                 me_ is not None
                 and me_.wants is not None
                 and me_.wants is me_.released

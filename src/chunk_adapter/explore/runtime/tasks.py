@@ -13,10 +13,9 @@ import sys
 import threading
 import traceback
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any
 
 from . import real
 
@@ -27,7 +26,6 @@ __all__ = [
     "ExplorerMisuse",
     "FactoryFailed",
     "Failure",
-    "Scheduler",
     "Step",
     "StepClock",
     "Task",
@@ -66,19 +64,6 @@ class ExplorerMisuse(RuntimeError):
 class FactoryFailed(Exception):
     """The factory raised while an execution built its adapters. Not a verdict on the
     adapter's behaviour (no contract call was made yet): the stage says so, inconclusive."""
-
-
-class Scheduler(Protocol):
-    """What a strategy offers the controller (one module per strategy implements it)."""
-
-    def start_execution(self) -> bool:
-        """Prepare the next execution; ``False`` when there is none left to run."""
-
-    def next_task(self, runnable: Sequence[int], current: int | None) -> int:
-        """Pick the task to run next from *runnable* (sorted ids; *current* if still runnable)."""
-
-    def next_u64(self) -> int:
-        """A random number for the code under test (recorded, so replay reproduces it)."""
 
 
 class TaskState(Enum):
@@ -174,7 +159,7 @@ def task_failure(exc: BaseException, name: str, is_main: bool, now: float) -> Fa
     if isinstance(exc, FactoryFailed):
         return Failure("factory", str(exc))
     holder = getattr(exc, "obj", None) if isinstance(exc, AttributeError) else None
-    if holder is not None and type(holder).__module__.startswith(__package__ or "-"):
+    if holder is not None and type(holder).__module__.startswith("chunk_adapter.explore."):
         return Failure(
             "uncontrolled",
             f"in thread {name!r}: the explorer's stand-in {type(holder).__name__} for a "

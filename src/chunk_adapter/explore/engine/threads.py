@@ -17,15 +17,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..bed.crashes import thread_crashes
-from ..bed.progress import Progress
-from ..factory import accepted_options, reference_factory, takes_keyword
+from ...bed.crashes import thread_crashes
+from ...bed.progress import Progress
+from ...factory import reference_factory
+from ..control.keywords import Keywords
+from ..runtime.controller import Failure
+from ..scenarios.pipeline import hops
+from ..scenarios.scenario import Scenario
+from ..scenarios.scenario_bed import ScenarioBed
 from .checks import default_checker, default_wrap
-from .controller import Failure
-from .execution import QUIET, Execution, _put_tries
-from .pipeline import hops
-from .scenario import Scenario
-from .scenario_bed import ScenarioBed
+from .execution import QUIET
+from .result import Execution
 
 __all__ = ["ThreadRun", "run_threads"]
 
@@ -55,9 +57,10 @@ def run_threads(
     stand = ScenarioBed(scenario, Progress)
     progress = stand.connector
     assert isinstance(progress, Progress)
-    options = accepted_options(factory, scenario.options)
+    keywords = Keywords.of(factory)
+    options = keywords.accepted(scenario.options)
     kwargs: dict[str, Any] = dict(options)
-    if takes_keyword(factory, "logger"):
+    if keywords.takes("logger"):
         kwargs["logger"] = QUIET
     wrap = default_wrap()
     raw: list[Any] = []
@@ -90,7 +93,7 @@ def run_threads(
         history=stand.history,
         cut=stand.cut,
         options=options,
-        put_tries=_put_tries(factory, options),
+        put_tries=keywords.put_tries(options),
         hops=tuple(hops(*scenario.layout)),
         build_roles=stand.build_roles,
     )

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..connectors import FaultyConnector, GatedBuilder
+from ...connectors import FaultyConnector, GatedBuilder
 from .scenario import TOPOLOGIES, Op
 
 __all__ = ["Hop", "Member", "apply", "call", "hops", "members", "roles_for"]

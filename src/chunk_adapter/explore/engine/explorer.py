@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..factory import reference_factory
+from ...factory import reference_factory
+from ..scenarios.scenario import Scenario
+from ..strategies import ReplayStrategy, Strategy
 from .checks import default_checker, default_wrap
-from .execution import Checker, Execution, Setup, Substitute, prepared, run_once
-from .scenario import Scenario
-from .strategies import ReplayStrategy, Strategy
+from .execution import Checker, Setup, Substitute, prepared, run_once
+from .result import Execution
 from .trace import format_trace
 
 __all__ = ["ExplorationFailed", "Report", "explore", "replay"]
@@ -108,12 +109,12 @@ def describe(execution: Execution, strategy: str, executions: int, factory_spec:
         f"Replay string: {execution.schedule}",
         "Replay it (same execution, step for step):",
         "    from chunk_adapter.explore import replay",
-        "    from chunk_adapter.explore.scenario import *",
+        "    from chunk_adapter.explore.scenarios.scenario import *",
         "    from chunk_adapter.factory import load_factory",
         f"    scenario = {_indent(execution.scenario.to_python())}",
         f"    print(replay(scenario, {execution.schedule!r}{factory_arg}).failures)",
     ]
-    from .library import LIBRARY
+    from ..scenarios.library import LIBRARY
 
     if LIBRARY.get(execution.scenario.name) == execution.scenario:
         adapter = f" --adapter {factory_spec}" if factory_spec else ""
@@ -157,7 +158,7 @@ def explore(
     takes ``runtime=`` and uses it. Otherwise pass ``substitute="auto"``, or the
     adapter's modules or packages (objects or dotted names): every thread the
     adapter starts is then controlled through the standard library's threading
-    (:mod:`.control`); the named modules are added to the ones found automatically.
+    (:mod:`.control.plan`); the named modules are added to the ones found automatically.
     ``checker`` judges each finished execution (default: the contract oracles;
     ``None``: only deadlocks, livelocks, hangs and crashes fail). The run
     ends when the strategy has no more executions, after ``max_executions``,

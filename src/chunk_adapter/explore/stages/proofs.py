@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from ..factory import AdapterFactory
-from ..outcome import CheckResult, StageContext
-from ..profiles import current_profile
-from .explorer import Report, explore
-from .library import LIBRARY, PROVE
-from .strategies import ProofStrategy
+from ...factory import AdapterFactory
+from ...outcome import CheckResult, StageContext
+from ...profiles import current_profile
+from ..engine.explorer import Report, explore
+from ..scenarios.library import LIBRARY, PROVE
+from ..strategies import ProofStrategy
 
 __all__ = ["PROOF_SECONDS", "proof_plan", "proof_reserve", "prove_stage"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .controller import Step
+from ..runtime.controller import Step
 
 __all__ = ["format_trace"]
 

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..bed.stack import Bed
-from ..connectors.base import Connector
-from ..history import History
+from ...bed.stack import Bed
+from ...connectors.base import Connector
+from ...history import History
 from .pipeline import Member, apply, members
 from .scenario import Op, Scenario
 

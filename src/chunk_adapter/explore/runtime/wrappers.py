@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..connectors.base import Connector, ConnectorWrapper, Subscribe, subscription
+from ...connectors.base import Connector, ConnectorWrapper, Subscribe, subscription
 from .controller import Controller
 from .footprint import HIST_ALL, PROGRESS, RECV, SEND, hist, request_of
 

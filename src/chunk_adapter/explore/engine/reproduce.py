@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..errors import InvalidValue
-from ..reproducer import Kind, register
+from ...errors import InvalidValue
+from ...reproducer import Kind, register
 
 __all__ = ["EXPLORE", "SIM"]
 
 
 def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
     """The library scenario under the recorded schedule, step for step; 1 if it fails."""
-    from .control import substitute_from_env
+    from ..control.plan import substitute_from_env
+    from ..scenarios.library import LIBRARY
     from .explorer import replay
-    from .library import LIBRARY
 
     name, schedule = fields
     if name not in LIBRARY:
@@ -44,8 +44,8 @@ EXPLORE = register(Kind("explore", ("SCENARIO", "SCHEDULE"), _replay))
 
 def _replay_world(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> int:
     """The generated world under the recorded schedule, step for step; 1 if it fails."""
-    from .codec import decode
-    from .control import substitute_from_env
+    from ..control.plan import substitute_from_env
+    from ..scenarios.codec import decode
     from .simulate import replay_world
 
     text, schedule = fields

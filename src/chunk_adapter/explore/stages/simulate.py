@@ -24,28 +24,26 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from ..bed.waiting import call_in_thread
-from ..connectors import MemoryConnector, chunk_key
-from ..errors import InvalidValue
-from ..factory import (
+from ...bed.waiting import call_in_thread
+from ...connectors import MemoryConnector, chunk_key
+from ...errors import InvalidValue
+from ...factory import (
     AdapterFactory,
     calibration_reference,
     declares_keyword,
     known_options,
     reference_factory,
 )
-from ..history import ConnectorOp
-from ..outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
-from ..profiles import current_profile, example_database
-from ..rules import ORACLE
-from .carriers import CONFIRM_RUNTIME
-from .codec import encode
-from .control import plan_control
-from .execution import Execution, prepared
-from .explorer import describe
-from .reproduce import SIM
-from .scenario import Scenario, fail_put, load, save, settle, stop
-from .simulate import (
+from ...history import ConnectorOp
+from ...outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
+from ...profiles import current_profile, example_database
+from ...rules import ORACLE
+from ..control.plan import plan_control
+from ..engine.execution import prepared
+from ..engine.explorer import describe
+from ..engine.reproduce import SIM
+from ..engine.result import Execution
+from ..engine.simulate import (
     JUDGED_WRONG,
     STOPS_THE_RUN,
     Found,
@@ -57,9 +55,12 @@ from .simulate import (
     sim_setup,
     simulate,
 )
-from .stage import _first_line, _rules
-from .strategies import RandomStrategy
-from .tasks import Failure
+from ..runtime.carriers import CONFIRM_RUNTIME
+from ..runtime.tasks import Failure
+from ..scenarios.codec import encode
+from ..scenarios.scenario import Scenario, fail_put, load, save, settle, stop
+from ..strategies import RandomStrategy
+from .explore import _first_line, _rules
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
@@ -348,8 +349,8 @@ def as_pytest(world: Scenario, schedule: str, adapter_spec: str, rules: tuple[st
         [
             "import pytest",
             "",
-            "from chunk_adapter.explore.scenario import *  # noqa: F403",
-            "from chunk_adapter.explore.simulate import replay_world",
+            "from chunk_adapter.explore.scenarios.scenario import *  # noqa: F403",
+            "from chunk_adapter.explore.engine.simulate import replay_world",
             "from chunk_adapter.factory import load_factory",
             "",
             "",

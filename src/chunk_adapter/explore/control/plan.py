@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ..connectors import MemoryConnector
-from ..factory import accepts_runtime, loaded
-from ..runtime import ThreadingRuntime, ThreadLike
-from . import real
+from ...connectors import MemoryConnector
+from ...factory import loaded
+from ...runtime import ThreadingRuntime, ThreadLike
+from ..runtime import real
+from .keywords import Keywords
 from .patches import installed
 from .substitute import candidate_modules, reached_modules, rebound
 
@@ -103,17 +104,17 @@ class _Seen:
     error: str = ""
 
 
-def _discover(factory: Callable[..., Any], timeout: float) -> _Seen:
+def _discover(factory: Callable[..., Any], timeout: float, keywords: Keywords) -> _Seen:
     seen = _Seen()
     before = {t.ident for t in threading.enumerate()}
 
     def build() -> None:
         spy = _Spy()
         factory_ = loaded(factory)  # leaves runtime= out, and says so, if it is refused
-        kwargs: dict[str, Any] = {"runtime": spy} if accepts_runtime(factory_) else {}
+        kwargs: dict[str, Any] = {"runtime": spy} if keywords.takes("runtime") else {}
         adapter = factory_(MemoryConnector(), stage_id=0, build_payload=None, **kwargs)
         seen.adapter_type = type(adapter)
-        seen.runtime_taken = accepts_runtime(factory_)
+        seen.runtime_taken = keywords.takes("runtime")  # unless this build refused it
         seen.spy_used = spy.used
         mine = {id(t) for t in spy.threads} | {id(threading.current_thread())}
         started = [t for t in threading.enumerate() if t.ident not in before and id(t) not in mine]
@@ -144,26 +145,33 @@ def plan_control(
     named: Sequence[ModuleType | str] = (),
     *,
     timeout: float = DISCOVERY_TIMEOUT,
+    keywords: Keywords | None = None,
 ) -> Control:
-    """Decide how to control *factory*'s adapters (see module doc); cached."""
+    """Decide how to control *factory*'s adapters (see module doc); cached. *keywords*:
+    what the factory's signature says, when the run read it already."""
     key = (factory, tuple(named))
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[key] = _plan(factory, named, timeout)
+        if keywords is None:
+            keywords = Keywords.of(loaded(factory))  # what its discovery build refuses too
+        plan = _PLANS[key] = _plan(factory, named, timeout, keywords)
     return plan
 
 
 def _plan(
-    factory: Callable[..., Any], named: Sequence[ModuleType | str], timeout: float
+    factory: Callable[..., Any],
+    named: Sequence[ModuleType | str],
+    timeout: float,
+    keywords: Keywords,
 ) -> Control:
-    seen = _discover(factory, timeout)
+    seen = _discover(factory, timeout, keywords)
     modules = tuple(
         candidate_modules(
             factory, seen.adapter_type, named, running=seen.running, holding=seen.holding
         )
     )
     if seen.error:
-        takes = accepts_runtime(factory)
+        takes = keywords.takes("runtime")
         return Control(
             takes,
             modules,

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-from ..history import BuildCall, ConnectorOp, History
-from ..oracles import CallRecord, RecordedAdapter, check, split_key
-from ..rules import R14
-from .execution import Execution
-from .pipeline import Hop
-from .tasks import Failure
+from ...history import BuildCall, ConnectorOp, History
+from ...oracles import CallRecord, RecordedAdapter, check, split_key
+from ...rules import R14
+from ..runtime.tasks import Failure
+from ..scenarios.pipeline import Hop
+from .result import Execution
 
 __all__ = ["Owed", "default_checker", "default_wrap", "owed_now"]
 

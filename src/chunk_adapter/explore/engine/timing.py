@@ -30,13 +30,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-from ..bed.waiting import UNKNOWN_JOIN_STOP_BOUND
-from ..history import BuildCall, ConnectorOp, History
-from ..oracles import CallRecord, split_key
-from ..rules import R3, R7, R17, R18
-from .pipeline import Hop
-from .scenario import Op, Scenario
-from .tasks import Failure
+from ...bed.waiting import UNKNOWN_JOIN_STOP_BOUND
+from ...history import BuildCall, ConnectorOp, History
+from ...oracles import CallRecord, split_key
+from ...rules import R3, R7, R17, R18
+from ..runtime.tasks import Failure
+from ..scenarios.pipeline import Hop
+from ..scenarios.scenario import Op, Scenario
 
 __all__ = [
     "FAULTS",

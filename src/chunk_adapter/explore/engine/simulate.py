@@ -35,13 +35,12 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.errors import HypothesisException
 
-from ..factory import AdapterFactory, reference_factory
-from .checks import default_checker, default_wrap
-from .controller import Failure
-from .execution import Execution, Setup, prepared, run_once
-from .scenario import Scenario
-from .stage import NOT_CONTROLLED
-from .strategies import (
+from ...factory import AdapterFactory, reference_factory
+from ..runtime.controller import Failure
+from ..runtime.tasks import signature as failure_signature
+from ..scenarios.scenario import Scenario
+from ..scenarios.worlds import schedules_for_worlds, usage, worlds
+from ..strategies import (
     DrawnStrategy,
     PctStrategy,
     RandomStrategy,
@@ -49,8 +48,9 @@ from .strategies import (
     SectionStrategy,
     Strategy,
 )
-from .tasks import signature as failure_signature
-from .worlds import schedules_for_worlds, usage, worlds
+from .checks import default_checker, default_wrap
+from .execution import Setup, prepared, run_once
+from .result import NOT_CONTROLLED, Execution
 
 __all__ = [
     "JUDGED_WRONG",
