@@ -13,8 +13,13 @@ receiver gets within 10 s (point 1). ``burst`` — N requests x 5 chunks saved
 at once, then leaving ``with`` (its 5 s drain): how many finals the receivers
 get (point 6). ``backlog`` — one request saving 1,000,000 chunks with the
 ``max_save_queue`` option when the tree has it: how many saves were queued at
-most, how many refused, and the memory it took (point 7). Each probe uses a
-namespace / Redis prefix of its own and a throwaway redis-server.
+most, how many refused, and the memory it took (point 7). ``share`` — two
+pipelines (a sender process and a receiver process each) on one namespace /
+prefix, as two pipelines started from one parent share the default namespace,
+saving the same 20 request ids x 21 chunks at once: chunks each receiver got
+from the *other* pipeline, whole streams it got from it, and what each sender
+was refused (point 4). Each probe uses a namespace / Redis prefix of its own
+and a throwaway redis-server.
 """
 
 from __future__ import annotations
@@ -146,6 +151,97 @@ def backlog(chunks: int) -> None:
         snd.stop()
 
 
+SHARE_STREAMS, SHARE_CHUNKS = 20, 21
+
+
+def _open(where: tuple[str, str, str]) -> Any:
+    kind, url, name = where
+    if kind == "shm":
+        return SharedMemoryConnector(name)
+    from chunk_adapter.connectors import RedisConnector
+
+    return RedisConnector(url=url, prefix=name)
+
+
+def _share_sender(where: tuple[str, str, str], tag: str, pipe: Any) -> None:
+    conn = _open(where)
+    snd = ChunkAdapter(conn, stage_id=0)
+    pipe.send("ready")
+    pipe.recv()  # both pipelines start at once
+    for c in range(SHARE_CHUNKS):
+        for r in range(SHARE_STREAMS):
+            snd.save_async(f"req-{r}", {"tag": tag, "c": c}, c == SHARE_CHUNKS - 1)
+    snd.flush(30)
+    stats = snd.stats()
+    pipe.send({"finals_failed": stats.finals_failed, "dropped": stats.dropped})
+    pipe.recv()  # stay (and hold what it holds) until the receivers are done
+    snd.stop()
+
+
+def _share_receiver(where: tuple[str, str, str], tag: str, pipe: Any) -> None:
+    conn = _open(where)
+    rcv = ChunkAdapter(conn, stage_id=1)
+    for r in range(SHARE_STREAMS):
+        rcv.load_async(f"req-{r}")
+    pipe.send("ready")
+    got: dict[str, list[str]] = {}
+    finals = 0
+    end = time.monotonic() + 20
+    while time.monotonic() < end and finals < SHARE_STREAMS:
+        for rid, chunks in rcv.poll_ready().items():
+            for v in chunks:
+                data = v.get("data")
+                got.setdefault(rid, []).append(data.get("tag") if isinstance(data, dict) else "?")
+                finals += bool(v.get("finished"))
+        time.sleep(0.005)
+    rcv.stop()
+    foreign = sum(t != tag for tags in got.values() for t in tags)
+    whole = sum(bool(tags) and all(t != tag for t in tags) for tags in got.values())
+    own = sum(t == tag for tags in got.values() for t in tags)
+    pipe.send({"own": own, "foreign": foreign, "foreign_streams": whole, "finals": finals})
+
+
+def share(name: str, make: Callable[[], Any]) -> None:
+    """Point 4: two pipelines on one namespace / prefix, at once."""
+    import multiprocessing
+
+    conn = make()
+    where = ("shm", "", conn.namespace) if name == "shm" else ("redis", _url(conn), conn.prefix)
+    ctx = multiprocessing.get_context("spawn")
+    parts = []
+    for tag in ("A", "B"):
+        for target in (_share_receiver, _share_sender):
+            mine, theirs = ctx.Pipe()
+            proc = ctx.Process(target=target, args=(where, tag, theirs))
+            proc.start()
+            assert mine.poll(60) and mine.recv() == "ready"
+            parts.append((tag, target, mine, proc))
+    for _, target, mine, _ in parts:
+        if target is _share_sender:
+            mine.send("go")
+    results: dict[str, dict[str, Any]] = {}
+    for tag, target, mine, _ in parts:
+        if target is _share_receiver:
+            assert mine.poll(120)
+            results[f"receiver {tag}"] = mine.recv()
+    for tag, target, mine, _ in parts:
+        if target is _share_sender:
+            assert mine.poll(120)
+            results[f"sender {tag}"] = mine.recv()
+            mine.send("done")
+    for *_, proc in parts:
+        proc.join(30)
+    foreign = sum(results[f"receiver {t}"]["foreign"] for t in "AB")
+    saved = 2 * SHARE_STREAMS * SHARE_CHUNKS
+    emit(f"share: chunks a receiver got from the other pipeline (of {saved} saved)",
+         name, foreign, **results)  # fmt: skip
+
+
+def _url(conn: Any) -> str:
+    kw = conn.client.connection_pool.connection_kwargs
+    return f"redis://{kw.get('host', '127.0.0.1')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", default="hol,burst,backlog")
@@ -164,6 +260,8 @@ def main() -> int:
                     hol(name, make)
                 if "burst" in wanted:
                     burst(name, make, args.burst_requests)
+                if "share" in wanted:
+                    share(name, make)
         if "backlog" in wanted:
             backlog(args.backlog_chunks)
     finally:

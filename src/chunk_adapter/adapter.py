@@ -1,4 +1,4 @@
-"""The reference ChunkAdapter (docs/contract.md, rules R1–R31).
+"""The reference ChunkAdapter (docs/contract.md, rules R1–R32).
 
 The scheduler thread calls ``save_async``, ``cancel_sender``, ``load_async``,
 ``poll_ready`` and ``cleanup_receiver`` and never waits; a SAVE thread builds

@@ -46,7 +46,7 @@ __all__ = [
 Verdict = Literal["pass", "fail", "inconclusive", "skip"]
 
 RULES: tuple[str, ...] = VERIFIED
-"""The rules verify checks, R1–R24 (:mod:`.rules`; R25–R31 bind the reference adapter only)."""
+"""The rules verify checks, R1–R24 (:mod:`.rules`; R25–R32 bind the reference adapter only)."""
 
 
 PASTE_BEGIN = "----- begin file "

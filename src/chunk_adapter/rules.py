@@ -88,6 +88,7 @@ R28 = Rule(28, "Stall report", RELIABILITY, verified=False)
 R29 = Rule(29, "Stream identity (an option)", RELIABILITY, verified=False)
 R30 = Rule(30, "No silent thread death", RELIABILITY, verified=False)
 R31 = Rule(31, "No head-of-line blocking", RELIABILITY, verified=False)
+R32 = Rule(32, "Pipelines isolated", RELIABILITY, verified=False)
 
 ALL: tuple[Rule, ...] = (
     R1,
@@ -121,6 +122,7 @@ ALL: tuple[Rule, ...] = (
     R29,
     R30,
     R31,
+    R32,
 )
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)

@@ -34,10 +34,11 @@ ROUNDS = 50  # races per run of the concurrency tests
 
 @pytest.fixture
 def pair(redis_server: RedisServer, redis_prefix: str) -> Iterator[tuple[Any, Any]]:
-    """Two connectors (two writers) on one prefix."""
+    """Two connectors (two writers) on one prefix (several writers of a stage on purpose:
+    what these tests race is the key, not the stage, R32)."""
     with (
-        RedisConnector(url=redis_server.url, prefix=redis_prefix) as a,
-        RedisConnector(url=redis_server.url, prefix=redis_prefix) as b,
+        RedisConnector(url=redis_server.url, prefix=redis_prefix, exclusive_stages=False) as a,
+        RedisConnector(url=redis_server.url, prefix=redis_prefix, exclusive_stages=False) as b,
     ):
         yield a, b
 
@@ -157,7 +158,7 @@ def test_writers_racing_for_one_key_exactly_one_wins(
 
 def _race_in_a_process(url: str, prefix: str, barrier: Any, results: Any) -> None:
     """One writer process: each round, put the round's key when every writer is ready."""
-    with RedisConnector(url=url, prefix=prefix) as conn:
+    with RedisConnector(url=url, prefix=prefix, exclusive_stages=False) as conn:
         for n in range(ROUNDS):
             barrier.wait(BOUND)
             try:

@@ -11,6 +11,7 @@ event-driven receive.
 
 from .base import (
     Connector,
+    NamespaceShared,
     NotifyingConnector,
     PermanentError,
     ValueTooLarge,
@@ -42,6 +43,7 @@ __all__ = [
     "GatedConnector",
     "KeyOccupied",
     "MemoryConnector",
+    "NamespaceShared",
     "NotifyingConnector",
     "PermanentError",
     "RecordingConnector",

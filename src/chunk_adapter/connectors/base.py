@@ -36,6 +36,7 @@ or any other — or a :class:`PermissionError`. The adapter does not retry it
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from types import TracebackType
@@ -48,6 +49,7 @@ __all__ = [
     "ClosedOnce",
     "Connector",
     "ConnectorWrapper",
+    "NamespaceShared",
     "NotifyingConnector",
     "PermanentError",
     "Subscribe",
@@ -55,6 +57,7 @@ __all__ = [
     "ValueTooLarge",
     "chunk_key",
     "is_permanent",
+    "stage_of",
     "subscription",
 ]
 
@@ -75,6 +78,16 @@ class Connector(Protocol):
     def get(self, key: str) -> dict[str, Any] | None: ...
 
 
+_CHUNK_KEY = re.compile(r".+_(-?\d+)_\d+")
+
+
+def stage_of(key: str) -> int | None:
+    """The stage a chunk key names (:func:`chunk_key`), or ``None`` for a key of another
+    shape."""
+    match = _CHUNK_KEY.fullmatch(key)
+    return int(match.group(1)) if match else None
+
+
 def chunk_key(request_id: str, stage_id: int, chunk_id: int) -> str:
     """The key of one chunk: ``f"{request_id}_{stage_id}_{chunk_id}"`` (rule R1).
 
@@ -88,6 +101,17 @@ class PermanentError(ConnectorError):
     """A put that can never succeed; the adapter does not retry it (see module doc)."""
 
     permanent = True
+
+
+class NamespaceShared(PermanentError):
+    """Another live process already writes (or consumes) this stage's keys in this
+    namespace or prefix: two pipelines share it by accident. Nothing was stored or read;
+    the message names the process and the fix. ``permanent`` is ``False`` where the
+    holder may be a process that died and whose claim has yet to expire (Redis)."""
+
+    def __init__(self, message: str, *, permanent: bool = True) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 class ValueTooLarge(PermanentError):

@@ -60,10 +60,12 @@ import logging
 import struct
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidType, InvalidValue
+from ._redis_claims import RedisClaims
 from ._redis_parts import (
     HeaderMemory,
     PutListener,
@@ -135,6 +137,7 @@ class RedisConnector(ClosedOnce):
         notify: bool = False,
         socket_timeout: float = 5.0,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        exclusive_stages: bool = True,
     ) -> None:
         redis = import_redis()
         prefix = check_prefix(prefix)
@@ -144,6 +147,9 @@ class RedisConnector(ClosedOnce):
             raise InvalidType(f"max_value_bytes must be an int, got {max_value_bytes!r}")
         if max_value_bytes < 1:
             raise InvalidValue(f"max_value_bytes must be >= 1, got {max_value_bytes!r}")
+        if not isinstance(exclusive_stages, bool):
+            raise InvalidType(f"exclusive_stages must be True or False, got {exclusive_stages!r}")
+        self.exclusive_stages = exclusive_stages
         self.max_value_bytes = max_value_bytes
         self.prefix = prefix
         self.ttl_ms = ttl_ms(ttl)
@@ -165,6 +171,11 @@ class RedisConnector(ClosedOnce):
             self._owns_client = False
         self.client = client
         self._getdel = True  # cleared if the server predates GETDEL (Redis < 6.2)
+        # One live process writes a stage's keys under this prefix, one consumes them
+        # (._redis_claims).
+        self._claims = RedisClaims(client, prefix, self._errors) if exclusive_stages else None
+        if self._claims is not None:  # released by close() or when this is garbage
+            weakref.finalize(self, self._claims.release)
         # This connector's id in the header of every value it puts (see module doc).
         self.writer = uuid.uuid4().bytes
         self._put_numbers = itertools.count(1)
@@ -193,6 +204,7 @@ class RedisConnector(ClosedOnce):
         """
         check_key(key, "put")
         self._check_open("put")
+        self._claim("put", key)
         data = encode_value(self.serializer, key, value)
         if HEADER_BYTES + len(data) > self.max_value_bytes:
             raise ValueTooLarge(
@@ -283,6 +295,8 @@ class RedisConnector(ClosedOnce):
         """The value under *key* (``GETDEL`` by default), or ``None``."""
         check_key(key, "get")
         self._check_open("get")
+        if self.consume_on_get:
+            self._claim("get", key)
         name = self._name(key)
         try:
             raw = self._fetch(name)
@@ -297,6 +311,15 @@ class RedisConnector(ClosedOnce):
                 return None
             raw = raw[HEADER_BYTES:]
         return decode_value(self.serializer, key, raw)
+
+    def _claim(self, role: str, key: str) -> None:
+        """Claim *key*'s stage for this process (:mod:`._redis_claims`)."""
+        if self._claims is None:
+            return
+        try:
+            self._claims.check(role, key, role)
+        except self._errors as exc:
+            raise command_error(role, key, exc) from exc
 
     def _seen_before(self, name: bytes, header: bytes) -> bool:
         """Whether *header* is the one last consumed under *name*; remembers it if not.
@@ -351,10 +374,12 @@ class RedisConnector(ClosedOnce):
         pattern = "".join("\\" + c if c in _GLOB_SPECIAL else c for c in self.prefix) + "*"
         found = self.client.scan_iter(match=pattern.encode("utf-8", "surrogatepass"), count=500)
         cut = len(self.prefix.encode("utf-8", "surrogatepass"))
-        return sorted(bytes(k)[cut:].decode("utf-8", "surrogatepass") for k in found)
+        keys = (bytes(k)[cut:].decode("utf-8", "surrogatepass") for k in found)
+        return sorted(k for k in keys if not k.startswith("\0"))  # claims, marks: not values
 
     def purge(self) -> int:
-        """Delete every key under this prefix (a dead sender's leftovers); returns how many."""
+        """Delete every key under this prefix (a dead sender's leftovers; stage claims stay
+        until they expire); returns how many."""
         names = [self._name(k) for k in self.keys()]
         removed = 0
         for i in range(0, len(names), 500):
@@ -371,6 +396,8 @@ class RedisConnector(ClosedOnce):
             first, self._closed = not self._closed, True
         for listener in listeners:
             listener.close()
+        if self._claims is not None:
+            self._claims.release()
         if first and self._owns_client:
             self.client.close()
 

@@ -39,7 +39,10 @@ is read or reused: it must belong to this user with mode ``0600``
 ``safe-msgpack`` serializer by default, which cannot run code when it reads.
 The default namespace is private to this user and process group
 (:func:`default_namespace`): two pipelines started separately never share
-values unless they pass the same ``namespace``.
+values unless they pass the same ``namespace``. Two started from one parent
+do share it; then the second process to write (or consume) a stage's keys is
+refused with :class:`NamespaceShared`, before anything mixes
+(:mod:`._shm_claims`).
 """
 
 from __future__ import annotations
@@ -51,11 +54,13 @@ import logging
 import os
 import threading
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConnectorError
+from ..errors import ConnectorError, InvalidType
 from ._segments import Segment, attach, foreign
+from ._shm_claims import Claims
 from ._shm_layout import (
     DIGEST_CHARS,
     HEADER,
@@ -68,10 +73,10 @@ from ._shm_layout import (
     check_namespace,
     default_namespace,
 )
-from ._shm_leases import Lease
+from ._shm_leases import Lease, lease_directory
 from ._shm_maintenance import ShmMaintenance
 from ._shm_values import fill, occupied, read_value, writer_of
-from .base import OUTAGE_RETRY_WINDOW, PermanentError, ValueTooLarge
+from .base import OUTAGE_RETRY_WINDOW, NamespaceShared, PermanentError, ValueTooLarge
 from .doorbell import Doorbell
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
@@ -81,6 +86,7 @@ __all__ = [
     "HEADER",
     "NAME_MAX",
     "KeyOccupied",
+    "NamespaceShared",
     "SharedMemoryConnector",
     "ShmCorrupt",
     "ShmForeign",
@@ -103,7 +109,11 @@ class SharedMemoryConnector(ShmMaintenance):
     receiver is done with it. ``reclaim`` (default ``True``): when made, unlink
     the segments of this namespace's writers that died without finishing, e.g.
     a sender killed mid-stream (:meth:`reclaim`; values of live writers, and of
-    writers that closed or exited normally, stay).
+    writers that closed or exited normally, stay). ``exclusive_stages`` (default
+    ``True``): a second live process writing a stage's keys in this namespace, or
+    consuming them, is refused with :class:`NamespaceShared` (two pipelines sharing
+    the namespace by accident, :mod:`._shm_claims`); ``False`` for a stage several
+    processes serve on purpose.
     """
 
     # A full /dev/shm is transient: the reference adapter gives a non-final this
@@ -118,6 +128,7 @@ class SharedMemoryConnector(ShmMaintenance):
         serializer: Serializer | Any = SAFE,
         notify: bool = False,
         reclaim: bool = True,
+        exclusive_stages: bool = True,
     ) -> None:
         if os.name != "posix":
             raise ConnectorError(
@@ -141,6 +152,15 @@ class SharedMemoryConnector(ShmMaintenance):
         # exit): a free lease tells the next connector this writer crashed.
         self._lease: Lease | None = None
         self._lease_failed = False
+        if not isinstance(exclusive_stages, bool):
+            raise InvalidType(f"exclusive_stages must be True or False, got {exclusive_stages!r}")
+        self.exclusive_stages = exclusive_stages
+        # One live process writes a stage's keys, one consumes them (._shm_claims);
+        # released by close() or when this connector is garbage collected.
+        self._claims: Claims | None = None
+        if self.exclusive_stages:
+            self._claims = Claims(lease_directory(self.namespace), self.namespace)
+            weakref.finalize(self, self._claims.release)
         if reclaim:
             self.reclaim()
 
@@ -156,6 +176,8 @@ class SharedMemoryConnector(ShmMaintenance):
         """Store *value* under *key*; raises (storing nothing) on any failure."""
         check_key(key, "put")
         self._check_open("put")
+        if self._claims is not None:
+            self._claims.check("put", key, "put")
         if self._lease is None and not self._lease_failed:
             self._take_lease()
         data = encode_value(self.serializer, key, value)
@@ -234,6 +256,8 @@ class SharedMemoryConnector(ShmMaintenance):
         """The committed value under *key* (consumed by default), or ``None``."""
         check_key(key, "get")
         self._check_open("get")
+        if self._claims is not None and self.consume_on_get:
+            self._claims.check("get", key, "get")
         name = self.segment_name(key)
         try:
             shm = attach(name)
@@ -311,6 +335,8 @@ class SharedMemoryConnector(ShmMaintenance):
             lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()
+        if self._claims is not None:
+            self._claims.release()
         if self._doorbell is not None:
             self._doorbell.close()
         for name in names:
