@@ -16,6 +16,7 @@ build, the earliest event that shows a missing snapshot).
 from __future__ import annotations
 
 import bisect
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,12 @@ def is_final_put(op: ConnectorOp) -> bool:
     return isinstance(op.value, dict) and op.value.get("finished") is True
 
 
+BRANCHES = 6
+"""How deep alignments of equal-data saves may branch (:meth:`Aligner._branch`); past it
+the earliest save is taken. Each branch point needs failed puts before a put whose data
+several pending saves share, so real histories rarely have more than one or two."""
+
+
 class Aligner:
     """Aligns one request's puts with its saves, stream by stream (module doc)."""
 
@@ -91,6 +98,9 @@ class Aligner:
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
         self.unsnapshotted: BuildCall | None = None  # a build already reported as R4
+        self.branches = BRANCHES  # alternative alignments still allowed (:meth:`_branch`)
+        self.index = 0  # index in self.puts of the put being aligned
+        self.aligned_rest = False  # a branch has aligned every put after it
 
     def violation(self, rule: str, msg: str, key: str | None = None) -> None:
         """Report *rule*, at the put being aligned (``None`` while checking liveness)."""
@@ -98,7 +108,13 @@ class Aligner:
 
     def run(self) -> list[Violation]:
         self._builds_of_snapshots()
-        for op in self.puts:
+        self._align_from(0)
+        return self.out
+
+    def _align_from(self, start: int) -> None:
+        """Align the puts from index *start* on, then judge liveness."""
+        for index in range(start, len(self.puts)):
+            op = self.puts[index]
             self.at = op.begin
             if op.outcome == "error":
                 self.failures += 1
@@ -113,15 +129,37 @@ class Aligner:
                     f"accounted for (data {data_of(op)!r})",
                     op.key,
                 )
-                return self.out
+                return
+            self.index = index
             if is_final_put(op):
                 self._final(op)
             else:
                 self._nonfinal(op)
+            if self.aligned_rest:
+                return  # a branch aligned the rest (:meth:`_branch`)
         if self.quiescent:
             self.at = None
             self._liveness()
-        return self.out
+
+    def _branch(self, op: ConnectorOp, candidates: list[int]) -> None:
+        """Saves of equal data are interchangeable, so which of them *op* puts is open
+        when puts failed before it: the one saved first (its tries succeeded at last), or
+        a later one (the earlier was dropped after its failed tries, R10). Align the rest
+        of the request under each choice, earliest first, and keep the one with the fewest
+        violations (the earliest of those): the history's best explanation, never a
+        violation that another reading of the same events does not have."""
+        best: Aligner | None = None
+        for j in candidates:
+            trial = copy.copy(self)
+            trial.out, trial.started_after = list(self.out), dict(self.started_after)
+            trial.branches = self.branches - 1
+            trial._take(j, op)
+            trial._align_from(self.index + 1)
+            if best is None or len(trial.out) < len(best.out):
+                best = trial
+        assert best is not None
+        self.__dict__.update(best.__dict__)
+        self.aligned_rest = True
 
     # ------------------------------------------------------------------ helpers
     def _builds_of_snapshots(self) -> None:
@@ -260,6 +298,15 @@ class Aligner:
                 )
             snap, built = b.snapshot, b
         j = self._match(stream.nonfinals, snap, op)
+        if j is not None and self.failures and self.branches > 0:
+            same = [
+                k
+                for k in range(j, len(stream.nonfinals))
+                if stream.nonfinals[k].begin < op.begin and stream.nonfinals[k].args[0] == snap
+            ]
+            if len(same) > 1:
+                self._branch(op, same)
+                return
         if j is None:
             earlier = any(s.args[0] == snap for s in stream.nonfinals[: self.pending_at])
             pending = [s.args[0] for s in stream.nonfinals[self.pending_at :]]
@@ -284,9 +331,14 @@ class Aligner:
                 self._consume_mutated(stream.nonfinals, op)
             self.failures = 0
             return
-        save = stream.nonfinals[j]
+        self._take(j, op)
+
+    def _take(self, j: int, op: ConnectorOp) -> None:
+        """*op* puts the current stream's non-final save *j*: what it passed over must be
+        explained (R5, R10)."""
+        stream = self.streams[self.stream_at]
         self._justify(stream.nonfinals[self.pending_at : j], op.begin, op)
-        self._cancel_rules(save, op)
+        self._cancel_rules(stream.nonfinals[j], op)
         self.pending_at = j + 1
         self.failures = 0
 
