@@ -38,13 +38,19 @@ __all__ = ["PASSED", "Confirmed", "Seen", "confirm", "same_failure"]
 
 @dataclass(frozen=True)
 class Seen:
-    """What one run of a check showed: a failure (``rules`` broken, root first; ``kind``
-    names it when no rule does) or none (``failed`` false)."""
+    """What one run of a check showed: a failure (``rules`` broken, root first; ``kinds``
+    name what failed without a rule, e.g. ``"deadlock"`` or an exception type, the
+    finding's own first) or none (``failed`` false)."""
 
     failed: bool
     rules: tuple[str, ...] = ()
-    kind: str = ""
+    kinds: tuple[str, ...] = ()
     evidence: str = ""
+
+    @property
+    def kind(self) -> str:
+        """What the finding is, when no rule names it (``""``: nothing failed so)."""
+        return self.kinds[0] if self.kinds else ""
 
 
 PASSED = Seen(False)
@@ -57,7 +63,7 @@ def same_failure(first: Seen, again: Seen | None) -> bool:
         return False
     if first.rules:
         return first.rules[0] in again.rules
-    return not again.rules and again.kind == first.kind
+    return first.kind in again.kinds
 
 
 Why = Literal["reproduced", "not reproduced", "not re-run", "reference failed"]

@@ -35,10 +35,11 @@ def test_the_same_failure_is_the_root_rule_broken_again(again: Seen | None, same
 
 
 def test_a_failure_without_a_rule_is_the_same_when_of_the_same_kind() -> None:
-    raised = Seen(True, kind="ValueError")
-    assert same_failure(raised, Seen(True, kind="ValueError"))
-    assert not same_failure(raised, Seen(True, kind="KeyError"))
-    assert not same_failure(raised, Seen(True, (R16,), kind="ValueError"))
+    deadlock = Seen(True, kinds=("deadlock",))
+    assert same_failure(deadlock, Seen(True, kinds=("deadlock",)))
+    assert same_failure(deadlock, Seen(True, (R16,), kinds=("violation", "deadlock")))
+    assert not same_failure(deadlock, Seen(True, kinds=("hang",)))
+    assert not same_failure(FOUND, Seen(True, kinds=("violation",)))  # a rule needs its rule
 
 
 def test_reproduced_and_passed_by_the_reference_is_a_red() -> None:
@@ -83,9 +84,7 @@ def test_a_reference_failing_it_at_all_makes_it_inconclusive(reference: Seen) ->
 
 @pytest.mark.parametrize("reference", [None, "undecided"])
 def test_without_a_reference_verdict_a_reproduced_finding_stands(reference: str | None) -> None:
-    judged = confirm(
-        FOUND, runs(Seen(True, (R11,))), None if reference is None else runs(None)
-    )
+    judged = confirm(FOUND, runs(Seen(True, (R11,))), None if reference is None else runs(None))
     assert (judged.verdict, judged.reference_passed) == ("fail", False)
 
 

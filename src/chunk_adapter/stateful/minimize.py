@@ -191,7 +191,7 @@ def seen(error: BaseException | None) -> Seen:
     if error is None or isinstance(error, Unrunnable):
         return PASSED
     kind = f"{type(error).__module__}.{type(error).__qualname__}"
-    return Seen(True, first_rules(error), kind=kind, evidence=str(error).split("\n", 1)[0])
+    return Seen(True, first_rules(error), kinds=(kind,), evidence=str(error).split("\n", 1)[0])
 
 
 def same_failure(first: BaseException, again: BaseException | None) -> bool:

@@ -239,7 +239,7 @@ def _seen(
     if decided_only and verdict not in ("pass", "fail"):
         return None
     failed = verdict == "fail"
-    return Seen(failed, rules if failed else (), kind=verdict, evidence=evidence)
+    return Seen(failed, rules if failed else (), kinds=(verdict,), evidence=evidence)
 
 
 def _example_check(example: Callable[[AdapterFactory], ExampleOutcome]) -> Check:
@@ -311,7 +311,7 @@ def run_probes(
         verdict, evidence, rules, detail = check(factory)
         confirmation = ""
         if verdict == "fail":
-            judged = _confirm(check, factory, Seen(True, rules, kind=verdict, evidence=evidence))
+            judged = _confirm(check, factory, Seen(True, rules, kinds=(verdict,), evidence=evidence))
             if judged.verdict == "fail":
                 confirmation = "ran the check again on fresh adapters: failed the same way"
                 confirmation += REFERENCE_PASSED if judged.reference_passed else ""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from ...confirm import Seen
 from . import real
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "creeping_deadline",
     "foreign",
     "livelock",
+    "seen",
     "stuck",
     "task_failure",
     "too_long",
@@ -138,6 +140,15 @@ def signature(failure: Failure) -> str:
     if failure.kind == "violation":
         return failure.rules[0] if failure.rules else failure.message.split(":", 1)[0]
     return failure.kind
+
+
+def seen(failures: list[Failure]) -> Seen:
+    """*failures* as :mod:`chunk_adapter.confirm` compares them: each one's
+    :func:`signature`, a violation's as a rule, any other's as a kind."""
+    rules = tuple(dict.fromkeys(signature(f) for f in failures if f.kind == "violation"))
+    kinds = tuple(dict.fromkeys(signature(f) for f in failures if f.kind != "violation"))
+    evidence = failures[0].message.splitlines()[0] if failures and failures[0].message else ""
+    return Seen(bool(failures), rules, kinds, evidence)
 
 
 def as_failure(found: str | Failure) -> Failure:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+from ...confirm import PASSED, Seen, confirm
 from ...errors import InvalidValue
 from ...factory import AdapterFactory
 from ...outcome import CheckResult, StageContext
@@ -34,7 +35,7 @@ from ..engine.reproduce import EXPLORE
 from ..engine.result import NOT_CONTROLLED, Execution
 from ..runtime.carriers import CONFIRM_RUNTIME
 from ..runtime.controller import Failure
-from ..runtime.tasks import signature
+from ..runtime.tasks import seen
 from ..scenarios.library import LIBRARY, VERIFY
 from ..strategies import PctStrategy, RandomStrategy, Strategy
 from .proofs import proof_plan, proof_reserve, prove_stage
@@ -169,16 +170,25 @@ def _judge(
         )  # fmt: skip
     command = _replay_command(scenario.name, failed.schedule, ctx)
     start = time.perf_counter()
-    again = replay(
-        scenario,
-        failed.schedule,
-        factory=factory,
-        substitute=tuple(ctx.substitute) or "auto",
-        wall_timeout=wall,
-        runtime=CONFIRM_RUNTIME,
-    )
+    replays: list[Execution] = []
+
+    def rerun() -> Seen | None:
+        again = replay(
+            scenario,
+            failed.schedule,
+            factory=factory,
+            substitute=tuple(ctx.substitute) or "auto",
+            wall_timeout=wall,
+            runtime=CONFIRM_RUNTIME,
+        )
+        replays.append(again)
+        if any(f.kind == "uncontrolled" for f in again.failures):
+            return None  # a thread it cannot control: the replay decides nothing
+        return seen(again.failures)
+
+    judged = confirm(seen(failed.failures[:1]), rerun)  # no reference: a schedule is exact
     seconds = report.seconds + time.perf_counter() - start
-    lost = next((f for f in again.failures if f.kind == "uncontrolled"), None)
+    lost = next((f for f in replays[-1].failures if f.kind == "uncontrolled"), None)
     if lost is not None:  # the replay saw what the run did not: a thread it cannot control
         return CheckResult(
             "explore", label, (), "inconclusive",
@@ -188,8 +198,9 @@ def _judge(
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}",
             coverage=f"{done} (stopped at an execution it could not control)",
         )  # fmt: skip
-    if not _same_failure(failed.failures, again.failures):
-        got = ", ".join(sorted({signature(f) for f in again.failures})) or "no failure"
+    if judged.verdict != "fail":
+        shown = judged.again or PASSED
+        got = ", ".join((*shown.rules, *shown.kinds)) or "no failure"
         return CheckResult(
             "explore", label, (), "inconclusive",
             f"[{first.kind}] did not reproduce on replay (got {got}): nondeterminism outside "
@@ -227,10 +238,6 @@ def _rules(failures: list[Failure]) -> tuple[str, ...]:
     if not found:
         found = dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES)
     return tuple(found)
-
-
-def _same_failure(first: list[Failure], again: list[Failure]) -> bool:
-    return signature(first[0]) in {signature(f) for f in again}
 
 
 def _first_line(message: str) -> str:

@@ -9,7 +9,8 @@ must mean a bug, so a failing world is reported only once it is
   still fail with the same root rule),
 * **replayed** from its replay string on a fresh adapter, on real threads
   (:data:`~.carriers.CONFIRM_RUNTIME`; the worlds run on greenlets when they can),
-  and seen to fail the same way again, and
+  and seen to fail the same way again (:func:`chunk_adapter.confirm.same_failure`: its
+  root rule broken again), and
 * **passed by the reference adapter** (twenty random schedules of the same
   world): a world the reference fails too is the suite judging wrongly, and
   says so, *inconclusive*.
@@ -25,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ...bed.waiting import call_in_thread
+from ...confirm import same_failure
 from ...connectors import MemoryConnector, chunk_key
 from ...errors import InvalidValue
 from ...factory import (
@@ -51,12 +53,11 @@ from ..engine.simulate import (
     reference_fails,
     replay_world,
     run_world,
-    signature,
     sim_setup,
     simulate,
 )
 from ..runtime.carriers import CONFIRM_RUNTIME
-from ..runtime.tasks import Failure
+from ..runtime.tasks import Failure, seen
 from ..scenarios.codec import encode
 from ..scenarios.scenario import Scenario, fail_put, load, save, settle, stop
 from ..strategies import RandomStrategy
@@ -249,7 +250,7 @@ def _judge(
             candidate.world, candidate.execution.schedule, factory,
             wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
         )  # fmt: skip
-        if again.failures and signature(again.failures) == signature(candidate.execution.failures):
+        if same_failure(seen(candidate.execution.failures[:1]), seen(again.failures)):
             confirmed = candidate
             break
         lost = lost or next((f for f in again.failures if f.kind == "uncontrolled"), None)
@@ -285,10 +286,8 @@ def _judge(
                 sim.first.world, sim.first.execution.schedule, factory,
                 wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
             )  # fmt: skip
-            first_sig = signature(sim.first.execution.failures)
             if (
-                again.failures
-                and signature(again.failures) == first_sig
+                same_failure(seen(sim.first.execution.failures[:1]), seen(again.failures))
                 and reference_fails(sim.first.world, wall_timeout=wall) is None
             ):
                 bad, confirmed = None, sim.first
