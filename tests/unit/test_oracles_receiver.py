@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit._history_script import c, case, do, fires, first, only, play, quiet
+from tests.unit._history_script import Script, c, case, do, fires, first, only, play, quiet
 
 NO_TRIES = {"put_tries": None}  # the receiver's rules only: no put-retry accounting
 
@@ -30,6 +30,11 @@ CASES = [
          # the get came after the put landed, and found nothing
          [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0"), do.poll({})],
          fires("R23", quiescent=True, **NO_TRIES)),
+    case(("R1", "R23"), "fires-when-sender-and-receiver-keys-disagree-on-the-stage",
+         # put under stage 2, read under stage 1, nothing ever put under 1: the keys
+         # disagree (R1), the root of the chunk never received (R23)
+         [do.load("r"), do.put("r_2_0", "a", True), do.get("r_1_0"), do.poll({})],
+         first("R1", quiescent=True, **NO_TRIES)),
     case("R15", "fires-on-an-empty-list",
          [do.load("r"), do.poll({"r": []})],
          fires("R15")),
@@ -130,3 +135,15 @@ def test_a_row_fails_when_the_oracles_do_not_say_what_it_expects() -> None:
         do.sav("r", "a")
     with pytest.raises(TypeError, match="give steps, expect pairs"):
         case("R9", "half-a-row", unfinished)
+
+
+@pytest.mark.rule("R1", "R23")
+def test_r1_a_put_of_another_hop_is_no_disagreement_of_keys() -> None:
+    """A middle stage reads stage 1 (the sender wrote it) and writes stage 2, which nobody
+    reads here: the chunk its registration awaits is late (R23), not misnamed (R1)."""
+    script = Script()
+    for step in (do.load("r"), do.put("r_2_0", "a", True), do.put("r_1_0", "a", True),
+                 do.get("r_1_0"), do.poll({})):  # fmt: skip
+        step(script)
+    said = script.rules(quiescent=True, put_tries=None)
+    assert "R1" not in said, said

@@ -1,4 +1,4 @@
-"""Receiver-side oracles: what ``poll_ready`` handed out, per registration (R2, R12–R16, R23).
+"""Receiver-side oracles: what ``poll_ready`` handed out, per registration (R1, R2, R12–R16, R23).
 
 Each registration's deliveries (everything ``poll_ready`` returned for the
 request while it was registered, in order) must be the values of one chain of
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..history import ConnectorOp
-from ..rules import R2, R12, R13, R14, R15, R16, R23
+from ..rules import R1, R2, R12, R13, R14, R15, R16, R23
 from .timeline import Registration, Timeline, split_key
 from .violations import Violation
 
@@ -386,6 +386,9 @@ class _Chain:
                 continue
             consumed = any(g.end > p.begin for g in self.by_id.get(n, []))
             if not consumed:
+                disagree = self._keys_disagree(p, parsed[1], n)
+                if disagree is not None:
+                    return [disagree]
                 return [
                     Violation(
                         R23,
@@ -396,6 +399,33 @@ class _Chain:
                     )
                 ]
         return []
+
+    def _keys_disagree(self, put: ConnectorOp, stage: int, n: int) -> Violation | None:
+        """R1, the root of a chunk never received: it was put under stage *stage*, which no
+        get of the request ever named, while this registration's gets name another stage
+        under which nothing of the request was ever put. Sender and receiver then name
+        the same chunk with different keys (the sender's own ``stage_id``, the
+        receiver's ``src_stage_id``); which side is wrong the history cannot tell."""
+        mine = [
+            g for g in self.gets if g.begin > self.reg.load.begin and split_key(g.key) is not None
+        ]
+        read = {k[1] for g in mine if (k := split_key(g.key)) is not None}
+        if not read or stage in read:
+            return None
+        if any((k := split_key(g.key)) is not None and k[1] == stage for g in self.gets):
+            return None  # someone reads that stage: not a disagreement of keys
+        if any((k := split_key(q.key)) is not None and k[1] in read for q in self.puts):
+            return None  # what it reads is written: the put is another hop's
+        return Violation(
+            R1,
+            f"chunk {n} was put under key {put.key!r} but the registration reads "
+            f"{mine[0].key!r}: the sender's and the receiver's keys disagree on the stage "
+            "(the sender names its own stage_id, the receiver its src_stage_id), so "
+            "nothing it put is ever received",
+            self.rid,
+            put.key,
+            also=(R23,),
+        )
 
 
 def _finished(value: Any) -> bool:
