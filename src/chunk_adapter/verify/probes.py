@@ -311,7 +311,9 @@ def run_probes(
         verdict, evidence, rules, detail = check(factory)
         confirmation = ""
         if verdict == "fail":
-            judged = _confirm(check, factory, Seen(True, rules, kinds=(verdict,), evidence=evidence))
+            judged = _confirm(
+                check, factory, Seen(True, rules, kinds=(verdict,), evidence=evidence)
+            )
             if judged.verdict == "fail":
                 confirmation = "ran the check again on fresh adapters: failed the same way"
                 confirmation += REFERENCE_PASSED if judged.reference_passed else ""
