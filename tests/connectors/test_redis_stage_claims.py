@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,6 +33,19 @@ OTHER = b"otherhost:4242:0123456789abcdef"  # another process's claim, as it wri
 def plant(conn: RedisConnector, role: str, stage: int, ms: int = 60_000) -> None:
     name = f"{conn.prefix}{CLAIM_MARK}{role}:{stage}".encode()
     conn.client.set(name, OTHER, px=ms)
+
+
+def stores(conn: RedisConnector, key: str) -> Callable[[], bool]:
+    """A wait predicate: put a final under *key*; ``False`` while the put is refused."""
+
+    def stored() -> bool:
+        try:
+            conn.put(key, {"data": 1, "finished": True})
+        except NamespaceShared:
+            return False
+        return True
+
+    return stored
 
 
 @pytest.fixture
@@ -67,15 +81,7 @@ def test_r32_the_shared_mark_lasts_while_the_refused_process_runs(
     conn.client.pexpire(mark, 300)  # B stopped: its mark runs out
     with pytest.raises(NamespaceShared, match="process 4242 on otherhost refused put-0"):
         conn.put("a_0_1", {"data": 2, "finished": True})
-
-    def stored() -> bool:
-        try:
-            conn.put("a_0_1", {"data": 2, "finished": True})
-        except NamespaceShared:
-            return False
-        return True
-
-    wait_until(stored, 30.0, "the shared mark ran out and A went on")
+    wait_until(stores(conn, "a_0_1"), 30.0, "the shared mark ran out and A went on")
     assert sorted(conn.keys()) == ["a_0_0", "a_0_1"]
 
 
@@ -105,15 +111,7 @@ def test_r32_one_process_holds_a_stage_for_all_its_connectors(
 
 def test_r32_a_dead_holders_claim_expires_and_the_stage_is_taken(conn: RedisConnector) -> None:
     plant(conn, "put", 0, ms=50)  # a process that died: its claim runs out
-
-    def stored() -> bool:
-        try:
-            conn.put("a_0_0", {"data": 1, "finished": True})
-        except NamespaceShared:
-            return False
-        return True
-
-    wait_until(stored, 5 * CLAIM_TTL, "the expired claim freed stage 0")
+    wait_until(stores(conn, "a_0_0"), 5 * CLAIM_TTL, "the expired claim freed stage 0")
     assert conn.keys() == ["a_0_0"]
 
 

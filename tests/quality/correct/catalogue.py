@@ -21,8 +21,8 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.thread_subclass:make",
     "tests.quality.correct.shared_state:make",
     "tests.quality.correct.forwarding_pkg:StreamBridge.create",
-    # written by a separate author from the contract alone (the hold-out set,
-    # tests/quality/holdout): a priority queue, per-request objects, a heap of due polls
+    # written by a separate author from the contract alone (the hold-out set of
+    # docs/quality.md): a priority queue, per-request objects, a heap of due polls
     "tests.quality.correct.pq_sequenced:make",
     "tests.quality.correct.request_objects:make",
     "tests.quality.correct.due_heap:make",
