@@ -68,10 +68,14 @@ def is_final_put(op: ConnectorOp) -> bool:
     return isinstance(op.value, dict) and op.value.get("finished") is True
 
 
-BRANCHES = 6
-"""How deep alignments of equal-data saves may branch (:meth:`Aligner._branch`); past it
-the earliest save is taken. Each branch point needs failed puts before a put whose data
-several pending saves share, so real histories rarely have more than one or two."""
+BRANCHES = 16
+"""How many alternative alignments of equal-data saves one request may try in all
+(:meth:`Aligner._branch`, at most :data:`CANDIDATES` at each point); past it the earliest
+save is taken. A branch point needs failed puts before a put whose data several pending
+saves share, so real histories have one or two."""
+CANDIDATES = 3
+"""Equal-data saves tried for one put: the earliest few (a put more than two saves ahead
+of its own would leave those between unexplained anyway)."""
 
 
 class Aligner:
@@ -98,7 +102,7 @@ class Aligner:
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
         self.unsnapshotted: BuildCall | None = None  # a build already reported as R4
-        self.branches = BRANCHES  # alternative alignments still allowed (:meth:`_branch`)
+        self.branches = [BRANCHES]  # alignments still to try, shared by every branch's copy
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
 
@@ -149,10 +153,10 @@ class Aligner:
         violations (the earliest of those): the history's best explanation, never a
         violation that another reading of the same events does not have."""
         best: Aligner | None = None
-        for j in candidates:
+        for j in candidates[:CANDIDATES]:
+            self.branches[0] -= 1
             trial = copy.copy(self)
             trial.out, trial.started_after = list(self.out), dict(self.started_after)
-            trial.branches = self.branches - 1
             trial._take(j, op)
             trial._align_from(self.index + 1)
             if best is None or len(trial.out) < len(best.out):
@@ -298,7 +302,7 @@ class Aligner:
                 )
             snap, built = b.snapshot, b
         j = self._match(stream.nonfinals, snap, op)
-        if j is not None and self.failures and self.branches > 0:
+        if j is not None and self.failures and self.branches[0] > 0:
             same = [
                 k
                 for k in range(j, len(stream.nonfinals))
