@@ -30,10 +30,6 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     receivers = {c.adapter for c in tl.calls if c.call == "load_async"}
     live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
     moved_on = _moved_on(tl)
-    last_poll: dict[str | None, int] = {}  # adapter -> begin of its last poll_ready
-    for call in tl.calls:
-        if call.call == "poll_ready":
-            last_poll[call.adapter] = max(call.begin, last_poll.get(call.adapter, -1))
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
         regs = tl.registrations.get(rid, [])
@@ -49,7 +45,7 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
             last = n == len(regs) - 1 and reg.cleanup is None
             chain = _Chain(
                 rid, reg, gets, by_id, tl.puts.get(rid, []), live and last, stale, regs[:n],
-                moved_on, last_poll.get(reg.load.adapter, -1),
+                moved_on,
             )  # fmt: skip
             out += chain.run()
     return out
@@ -236,8 +232,6 @@ class _Chain:
     """The request's registrations before this one."""
     moved_on: Callable[[ConnectorOp, int], bool]
     """``moved_on(get, t)``: the get's thread began another get after it, before *t*."""
-    last_poll: int
-    """Where the registration's adapter last began a ``poll_ready`` (-1: never)."""
 
     def run(self) -> list[Violation]:
         out: list[Violation] = []
@@ -373,10 +367,7 @@ class _Chain:
         if n and _finished(self.reg.deliveries[-1].value):
             return []
         for g in self.by_id.get(n, []):
-            # "never handed out" needs a poll_ready that began after the get ended: a
-            # chunk got after the adapter's last poll was never asked for (the program,
-            # not the adapter, stopped polling; R23 judges a stream that never arrives)
-            if g.begin > last_end and id(g) not in self.stale and self.last_poll > g.end:
+            if g.begin > last_end and id(g) not in self.stale:
                 restart = self._restarted_by(g, n)
                 if restart is not None:
                     return [restart]
