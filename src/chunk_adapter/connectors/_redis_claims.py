@@ -39,7 +39,7 @@ import time
 import uuid
 from typing import Any
 
-from .base import NamespaceShared, stage_of
+from .base import NamespaceShared, process_exists, stage_of
 
 __all__ = ["CLAIM_MARK", "CLAIM_TTL", "MARK_TTL", "RENEW_EVERY", "SHARED_LOOK", "RedisClaims"]
 
@@ -67,24 +67,21 @@ def _this_process() -> bytes:
     return _owner[1]
 
 
-def _who(owner: bytes) -> str:
+def _host_pid(owner: bytes) -> tuple[str, str]:
+    """``(host, pid)`` of a claim's ``host:pid:nonce``."""
     host, _, rest = owner.decode("utf-8", "replace").partition(":")
-    return f"process {rest.partition(':')[0]} on {host}"
+    return host, rest.partition(":")[0]
+
+
+def _who(owner: bytes) -> str:
+    host, pid = _host_pid(owner)
+    return f"process {pid} on {host}"
 
 
 def _dead_here(holder: bytes) -> bool:
     """Whether *holder* names a process of this host that no longer exists."""
-    host, _, rest = holder.decode("utf-8", "replace").partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # it exists (another user's, say)
-        return False
-    return False
+    host, pid = _host_pid(holder)
+    return host == socket.gethostname() and pid.isdigit() and not process_exists(int(pid))
 
 
 class RedisClaims:
@@ -206,11 +203,9 @@ class RedisClaims:
     def _refused(
         self, role: str, stage: int, key: str, action: str, holder: bytes
     ) -> NamespaceShared:
-        host, _, rest = holder.decode("utf-8", "replace").partition(":")
-        pid = rest.partition(":")[0]
         doing = "writes" if role == "put" else "consumes"
         return NamespaceShared(
-            f"{action}({key!r}): process {pid} on {host} already {doing} stage {stage}'s keys "
+            f"{action}({key!r}): {_who(holder)} already {doing} stage {stage}'s keys "
             f"under prefix {self._prefix!r}: two pipelines share it, and their chunks would "
             f"mix; nothing was {'stored' if role == 'put' else 'read'}. Fix: give each "
             "pipeline its own prefix (RedisConnector(prefix='pipeline-a')), or, if several "

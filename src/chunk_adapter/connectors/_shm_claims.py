@@ -43,7 +43,7 @@ import os
 import threading
 import time
 
-from .base import NamespaceShared, stage_of
+from .base import NamespaceShared, process_exists, stage_of
 from .doorbell import check_private
 
 __all__ = ["SHARED_LOOK", "Claims"]
@@ -118,15 +118,7 @@ class Claims:
 
 
 def _alive(pid: str) -> bool:
-    if not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists
-        return True
-    return True
+    return pid.isdigit() and process_exists(int(pid))
 
 
 def _add_mark(path: str, line: str) -> None:

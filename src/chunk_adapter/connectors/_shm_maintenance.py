@@ -14,7 +14,7 @@ from ..errors import ConnectorError
 from ._segments import attach, foreign, view
 from ._shm_layout import COMMITTED, HEADER, MAGIC, SHM_DIR
 from ._shm_leases import dead_writers, forget
-from .base import ClosedOnce
+from .base import ClosedOnce, process_exists
 
 __all__ = ["ShmMaintenance"]
 
@@ -153,10 +153,4 @@ class ShmMaintenance(ClosedOnce):
             shm.close()
         if pid <= 0:
             return age > 10.0
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:  # alive, another user's
-            return False
-        return False
+        return not process_exists(pid)

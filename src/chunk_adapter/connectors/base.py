@@ -36,6 +36,7 @@ or any other — or a :class:`PermissionError`. The adapter does not retry it
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -57,6 +58,7 @@ __all__ = [
     "ValueTooLarge",
     "chunk_key",
     "is_permanent",
+    "process_exists",
     "stage_of",
     "subscription",
 ]
@@ -86,6 +88,17 @@ def stage_of(key: str) -> int | None:
     shape."""
     match = _CHUNK_KEY.fullmatch(key)
     return int(match.group(1)) if match else None
+
+
+def process_exists(pid: int) -> bool:
+    """Whether a process *pid* exists on this host (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, and is not ours to signal
+        return True
+    return True
 
 
 def chunk_key(request_id: str, stage_id: int, chunk_id: int) -> str:
