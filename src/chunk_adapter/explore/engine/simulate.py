@@ -326,20 +326,6 @@ FALLBACK_PICKS: tuple[SchedulePick, ...] = (("drawn", 0, ()), ("random", 0, ()))
 removing an op shifts every later choice, and most bugs fail under any schedule."""
 
 
-def _tail(world: Scenario) -> int:
-    """How many ops at the end of *world* are its structure, not its program: the relays
-    that poll a middle stage until it is quiet (:func:`.worlds.worlds`)."""
-    n = 0
-    while n + 2 <= len(world.ops) and [
-        op.kind for op in world.ops[-n - 2 : len(world.ops) - n]
-    ] == [
-        "settle",
-        "relay",
-    ]:
-        n += 2
-    return n
-
-
 def _reduce(
     sim: Simulation,
     fails: Callable[[tuple[Scenario, SchedulePick]], bool],
@@ -355,12 +341,11 @@ def _reduce(
     block = max(1, size // 2)
     while sim.found is not None and block >= 1 and tries < REDUCE_RUNS:
         found, i, removed = sim.found, 0, False
-        while i < len(found.world.ops) - _tail(found.world) and tries < REDUCE_RUNS:
+        while i < len(found.world.ops) and tries < REDUCE_RUNS:
             if time.monotonic() > min(deadline, shrink_until[0]):
                 return
-            ops, tail = list(found.world.ops), _tail(found.world)
-            kept = ops[:i] + ops[i + block : len(ops) - tail]
-            candidate = replace(found.world, ops=tuple(usage(kept) + ops[len(ops) - tail :]))
+            ops = list(found.world.ops)
+            candidate = replace(found.world, ops=tuple(usage(ops[:i] + ops[i + block :])))
             tries += 1
             if candidate.ops != found.world.ops and any(
                 fails((candidate, pick)) for pick in (found.pick, *FALLBACK_PICKS)

@@ -31,7 +31,17 @@ from typing import Any
 from ...connectors import FaultyConnector, GatedBuilder
 from .scenario import TOPOLOGIES, Op
 
-__all__ = ["Hop", "Member", "apply", "call", "hops", "members", "roles_for"]
+__all__ = [
+    "DRAIN_ROUNDS",
+    "Hop",
+    "Member",
+    "apply",
+    "call",
+    "drain_round",
+    "hops",
+    "members",
+    "roles_for",
+]
 
 
 @dataclass(frozen=True)
@@ -107,9 +117,10 @@ def apply(
     *,
     settle: Callable[[], object],
     note: Callable[[str], None],
-) -> None:
+) -> int:
     """Carry out *op*: arm a fault on *faulty* or on the member's builder, ``settle()``,
-    or make the scheduler call it stands for (:func:`call`)."""
+    or make the scheduler call it stands for (:func:`call`). Returns the chunks a
+    ``poll``/``relay`` was handed (else 0)."""
     kind = op.kind
     if kind == "fail_put" or kind == "fail_get":
         faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
@@ -119,23 +130,39 @@ def apply(
     elif kind == "settle":
         settle()
     else:
-        call(op, adapters, note)
+        return call(op, adapters, note)
+    return 0
 
 
-def call(op: Op, adapters: Mapping[str, Any], note: Callable[[str], None]) -> None:
+DRAIN_ROUNDS = 32
+"""At most this many rounds in a ``drain()``: a correct adapter needs one per hop plus
+one, or one per chunk if it hands out one chunk a poll."""
+
+
+def drain_round(roles: tuple[str, ...]) -> tuple[Op, ...]:
+    """One round of a ``drain()`` after its ``settle()``: every receiving member polled in
+    pipeline order, a middle relaying what it got."""
+    return (Op("relay"), Op("poll")) if "middle" in roles else (Op("poll"),)
+
+
+def call(op: Op, adapters: Mapping[str, Any], note: Callable[[str], None]) -> int:
     """Make the scheduler call *op* stands for on its member(s); a ``RuntimeError`` (a call
-    after ``stop()``, which the contract says raises) is noted, not raised."""
+    after ``stop()``, which the contract says raises) is noted, not raised. Returns the
+    chunks a ``poll``/``relay`` was handed."""
     roles = tuple(adapters)
+    handed = 0
     for role in roles_for(op, roles):
         target = adapters[role]
         who = "" if len(roles) == 1 else f"{role}."
         try:
-            _one(op, target, who, note)
+            handed += _one(op, target, who, note)
         except RuntimeError as exc:
             note(f"  {who}{op} raised {exc!r}")
+    return handed
 
 
-def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
+def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> int:
+    """Make *op*'s call on *target*; the chunks a ``poll``/``relay`` got handed (else 0)."""
     kind = op.kind
     if kind == "save":
         target.save_async(op.request_id, op.obj, op.final)
@@ -146,7 +173,9 @@ def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
     elif kind == "cleanup":
         target.cleanup_receiver(op.request_id)
     elif kind == "poll":
-        note(f"  {who}poll_ready() -> {target.poll_ready()!r}")
+        ready = target.poll_ready()
+        note(f"  {who}poll_ready() -> {ready!r}")
+        return _count(ready)
     elif kind == "relay":
         ready = target.poll_ready()
         note(f"  {who}poll_ready() -> {ready!r}")
@@ -154,7 +183,18 @@ def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
             for chunk in chunks if isinstance(chunks, list) else []:
                 if isinstance(chunk, dict):
                     target.save_async(request_id, chunk.get("data"), bool(chunk.get("finished")))
+        return _count(ready)
     elif kind == "stop":
         target.stop()
     else:  # pragma: no cover - the runners handle faults and settle themselves
         raise ValueError(f"{op} is not an adapter call")
+    return 0
+
+
+def _count(ready: Any) -> int:
+    """The chunks in a ``poll_ready()`` result (whatever its shape: the oracles judge that)."""
+    try:
+        values = dict(ready).values()
+        return sum(len(chunks) if isinstance(chunks, list) else 1 for chunks in values)
+    except (TypeError, ValueError):
+        return 1 if ready else 0

@@ -47,6 +47,7 @@ __all__ = [
     "Scenario",
     "cancel",
     "cleanup",
+    "drain",
     "fail_build",
     "fail_get",
     "fail_put",
@@ -78,6 +79,7 @@ _KINDS = (
     "pause",
     "outage",
     "slow",
+    "drain",
 )
 TIMED = ("put", "get", "build")
 """What ``outage`` and ``slow`` apply to."""
@@ -179,6 +181,14 @@ def fail_build(request_id: str, times: int = 1, on: str | None = None) -> Op:
 
 def settle() -> Op:
     return Op("settle")
+
+
+def drain() -> Op:
+    """Settle, then poll every receiving member in pipeline order (a middle relays what
+    it got), again until one round hands out nothing: what every script ends with
+    before its ``stop()``, so "got but never handed out" (R14) is judged only after
+    every receiver was asked while nothing more was on its way."""
+    return Op("drain")
 
 
 def mutate(back: int = 0, depth: int = 0) -> Op:
@@ -286,10 +296,10 @@ class Scenario:
 
     @property
     def script(self) -> tuple[Op, ...]:
-        """The ops as run: the given ones plus settle/poll/stop unless it stops itself."""
+        """The ops as run: the given ones plus ``drain(), stop()`` unless it stops itself."""
         if self.ops and self.ops[-1].kind == "stop":
             return self.ops
-        return (*self.ops, settle(), poll(), stop())
+        return (*self.ops, drain(), stop())
 
     @property
     def layout(self) -> tuple[str, int, tuple[int, ...], bool]:
@@ -299,12 +309,14 @@ class Scenario:
 
     @property
     def quiescent(self) -> bool:
-        """Whether the script ends ``settle(), poll(), stop()``: everything that must
-        have arrived has, when ``stop()`` begins."""
+        """Whether the script ends ``drain(), stop()`` (the ones it adds itself) and stops
+        nowhere else: everything that must have arrived has, and every receiver was asked
+        for it, when ``stop()`` begins. A script that stops itself is judged for safety
+        only (its last receiver may never have been polled after the last arrival)."""
         script = self.script
-        tail = [op.kind for op in script[-3:]]
         # a stop() before the end may abandon queued work: nothing is owed after it
-        return tail == ["settle", "poll", "stop"] and all(op.kind != "stop" for op in script[:-1])
+        ends = [op.kind for op in script[-2:]] == ["drain", "stop"]
+        return ends and all(op.kind != "stop" for op in script[:-1])
 
     def to_python(self) -> str:
         """The scenario as Python (after ``from chunk_adapter.explore.scenarios.scenario

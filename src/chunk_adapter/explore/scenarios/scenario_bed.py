@@ -22,8 +22,9 @@ from typing import Any
 from ...bed.stack import Bed
 from ...connectors.base import Connector
 from ...history import History
-from .pipeline import Member, apply, members
+from .pipeline import DRAIN_ROUNDS, Member, apply, drain_round, members
 from .scenario import Op, Scenario
+from .scenario import settle as settle_op
 
 __all__ = ["RoleHistory", "ScenarioBed"]
 
@@ -129,6 +130,9 @@ class ScenarioBed:
         for i, op in enumerate(script):
             if op.kind == "stop" and i == len(script) - 1 and self.scenario.quiescent:
                 self.cut = self.history.tick()
+            if op.kind == "drain":
+                self._drain(settle, note, before, after)
+                continue
             before(op)
             self.apply(op, settle, note)
             after(op)
@@ -140,9 +144,27 @@ class ScenarioBed:
                 for _ in range(self._think.randint(0, self.scenario.busy)):
                     self.spin()
 
-    def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> None:
+    def _drain(
+        self,
+        settle: Callable[[], object],
+        note: Callable[[str], None],
+        before: Callable[[Op], None],
+        after: Callable[[Op], None],
+    ) -> None:
+        """``drain()``: rounds of ``settle()`` and :func:`.pipeline.drain_round`, each op
+        noted and timed as any other, until a round hands out nothing."""
+        for _ in range(DRAIN_ROUNDS):
+            handed = 0
+            for op in (settle_op(), *drain_round(tuple(self.adapters))):
+                before(op)
+                handed += self.apply(op, settle, note)
+                after(op)
+            if not handed:
+                return
+
+    def apply(self, op: Op, settle: Callable[[], object], note: Callable[[str], None]) -> int:
         """:func:`.pipeline.apply` on this bed's adapters, faults and builders; the ops on
-        time and on saved objects here."""
+        time and on saved objects here. Returns the chunks a poll was handed."""
         kind = op.kind
         if kind == "save":
             obj = copy.deepcopy(op.obj)  # each run mutates its own
@@ -152,14 +174,14 @@ class ScenarioBed:
             if self.saved:
                 target = self.saved[-1 - op.back % len(self.saved)]
                 note(f"  mutated {mutate_in_place(target, op.depth)}")
-            return
+            return 0
         elif kind == "pause":
             self.sleep(op.seconds)
-            return
+            return 0
         elif kind in ("outage", "slow"):
             self._timed_fault(op)
-            return
-        apply(op, self.adapters, self.bed.faulty, self.builders, settle=settle, note=note)
+            return 0
+        return apply(op, self.adapters, self.bed.faulty, self.builders, settle=settle, note=note)
 
     def _timed_fault(self, op: Op) -> None:
         what = str(op.what)

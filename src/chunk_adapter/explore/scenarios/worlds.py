@@ -317,10 +317,6 @@ def worlds(draw: Any) -> Scenario:
         ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 2)))]
     ops = usage(ops)
     ops = _numbered(ops)
-    if topology == "three-stage" and not any(op.kind == "stop" for op in ops):
-        # the middle hands on what it got before the end, polled until it is quiet: a chunk
-        # it got after its last poll would read "never handed out" (R14)
-        ops += [settle(), relay()] * 3
     options = {name: _pick(draw, values) for name, values in OPTIONS.items() if draw(_BOOL)}
     longest = max((op.seconds for op in ops if op.kind in ("outage", "slow")), default=0.0)
     if longest >= LONG:

@@ -1,7 +1,9 @@
 """The ``explore`` stage of ``chunk-adapter verify``: the library's pipelines, seeded.
 
-Every scenario of :data:`~.library.VERIFY` runs under PCT and under uniform
-random schedules, a fixed number of executions each (by profile), planned
+Every scenario of :data:`~.library.VERIFY` runs under PCT, uniform random and
+atomicity-directed schedules (:mod:`..strategies.sections`: a thread preempted
+between two critical sections of one lock), a fixed number of executions each
+(by profile), planned
 inside the stage's deadline. A red must mean a bug, so:
 
 * the adapter is controlled as :mod:`.control.plan` decides (white-box through
@@ -37,7 +39,7 @@ from ..runtime.carriers import CONFIRM_RUNTIME
 from ..runtime.controller import Failure
 from ..runtime.tasks import seen
 from ..scenarios.library import LIBRARY, VERIFY
-from ..strategies import PctStrategy, RandomStrategy, Strategy
+from ..strategies import PctStrategy, RandomStrategy, SectionStrategy, Strategy
 from .proofs import proof_plan, proof_reserve, prove_stage
 
 __all__ = ["plan", "run_stage"]
@@ -45,7 +47,7 @@ __all__ = ["plan", "run_stage"]
 # Rules for explorer failures that are not oracle violations (those carry theirs).
 KIND_RULES = {"deadlock": R20, "hang": R18, "livelock": R17, "crash": R22}
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
-STRATEGIES = ("pct", "random")
+STRATEGIES = ("pct", "random", "sections")
 
 
 def _label(name: str, kind: str) -> str:
@@ -63,7 +65,7 @@ def plan(profile: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
-    """Every :data:`VERIFY` scenario under PCT and uniform random schedules, seeded."""
+    """Every :data:`VERIFY` scenario under PCT, uniform random and section schedules, seeded."""
     substitute = tuple(ctx.substitute)
     try:
         control = plan_control(factory, substitute, timeout=max(1.0, min(10.0, ctx.left() / 10)))
@@ -125,6 +127,8 @@ def _share(left: float, remaining: int, took: list[float]) -> float:
 def _strategy(kind: str, seed: int, runs: int) -> Strategy:
     if kind == "pct":
         return PctStrategy(seed=seed, depth=3, executions=runs)
+    if kind == "sections":
+        return SectionStrategy(seed=seed, executions=runs)
     return RandomStrategy(seed=seed, executions=runs)
 
 
