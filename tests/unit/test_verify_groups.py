@@ -12,12 +12,14 @@ import io
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from chunk_adapter.examples import EXAMPLE_RULES
 from chunk_adapter.outcome import CheckResult
 from chunk_adapter.verify.groups import cause_of, group_findings
 from chunk_adapter.verify.junit import write_junit
 from chunk_adapter.verify.markdown import to_markdown
 from chunk_adapter.verify.report import VerifyReport, write_text
 from chunk_adapter.verify.result import rule_checks, rule_table
+from chunk_adapter.verify.stages import STAGES
 from tests.unit._reports import schema_properties, validated_json
 
 STALE = "chunk {n} handed out ({{'data': ['{rid}', {n}]}}) was fetched by a get that began before"
@@ -37,6 +39,7 @@ R15 = CheckResult(
     "R15: poll_ready should hand out [] for this request, handed out [{'data': 1}] [request 'c']",
     replay="chunk-adapter replay 'stateful:ci:steps.y' --adapter p:f",
 )  # fmt: skip
+EXAMPLES_STAGE = next(stage for stage in STAGES if stage.name == "examples")
 R9_PASS = CheckResult("examples", "example 2", ("R9",), "pass", "held")
 NOT_REACHED = CheckResult("explore", "q2-retry / pct", ("R9", "R10"), "skip", "not reached: x")
 
@@ -103,6 +106,23 @@ def test_the_rule_table_says_not_reached_and_pass_only_when_every_check_ran() ->
     assert table["R23"] == ("not reached", ["stateful/machines"])
     assert table["R15"] == ("FAIL", ["stateful/machines"])
     assert table["R1"] == ("not checked", [])
+
+
+def test_the_examples_stage_plans_each_example_with_the_rules_it_checks() -> None:
+    """An example that failed on one rule leaves its other rules "not reached", not "not
+    checked — no check in the stages run" (issue 29: R1 after example 2 failed on R4)."""
+    planned = dict(EXAMPLES_STAGE.planned("ci"))
+    assert planned["example 2"] == EXAMPLE_RULES["example_2"]
+    assert {"R1", "R4"} <= set(planned["example 2"])
+    failed = CheckResult("examples", "example 2", ("R4",), "fail", "R4: 'v' received ...")
+    table = dict(
+        (rule, verdict)
+        for rule, verdict, _ in rule_checks(
+            [failed], {f"examples/{name}": rules for name, rules in planned.items()}
+        )
+    )
+    assert table["R4"] == "FAIL"
+    assert table["R1"] == "not reached"
 
 
 def test_text_prints_each_root_cause_once_with_the_checks_that_saw_it() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..examples import EXAMPLES
+from ..examples import EXAMPLE_RULES, EXAMPLES
 from ..factory import AdapterFactory
 from ..outcome import CheckResult, StageContext
 from .probes import PROBES, run_probes
@@ -23,9 +23,9 @@ def examples(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult
 
 
 def examples_plan(profile: str) -> list[str | tuple[str, tuple[str, ...]]]:
-    """The checks the examples stage runs, in order (the same under every profile); the
-    probes with the rules they check."""
+    """The checks the examples stage runs, in order (the same under every profile), each
+    with the rules it checks."""
     examples: list[str | tuple[str, tuple[str, ...]]] = [
-        e.__name__.replace("_", " ") for e in EXAMPLES
+        (e.__name__.replace("_", " "), EXAMPLE_RULES[e.__name__]) for e in EXAMPLES
     ]
     return examples + [(name, rules) for name, rules, _ in PROBES]
