@@ -100,11 +100,13 @@ class Script:
             )
         )
 
-    def get(self, key: str, value: Any = None, *, begin: int | str | None = None) -> None:
+    def get(
+        self, key: str, value: Any = None, *, begin: int | str | None = None, thread: str = "recv"
+    ) -> None:
         b = self.begun[begin] if isinstance(begin, str) else begin
         b = b if b is not None else self.h.tick()
         outcome = "none" if value is None else "ok"
-        self.h.append(ConnectorOp("get", key, value, outcome, None, b, self.h.tick(), "recv"))
+        self.h.append(ConnectorOp("get", key, value, outcome, None, b, self.h.tick(), thread))
 
     def sent(self, rid: str, items: list[tuple[Any, bool]]) -> None:
         """Save, build and put *items* of one request correctly, in order."""

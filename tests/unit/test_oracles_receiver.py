@@ -59,6 +59,27 @@ CASES = [
          quiet(**NO_TRIES),
          [do.poll({"r": [c("a")]})],
          only("R16", **NO_TRIES)),
+    case(("R16", "R23"), "fires-on-a-get-whose-token-was-read-before-other-gets",
+         # one RECV thread: b's registration read at a round's start, then a's get, then
+         # b's get, after cleanup and a new load of b: it takes the new registration's
+         # final on a consuming connector and discards it (stale_round_get)
+         [do.load("a"), do.load("b"), do.get("b_1_0"), do.cleanup("b"), do.load("b"),
+          do.put("b_1_0", "x", True), do.get("a_1_0"), do.get("b_1_0", c("x", True)),
+          do.get("b_1_0"), do.poll({})],
+         first("R16", quiescent=True, **NO_TRIES)),
+    case("R16", "quiet-when-a-get-after-the-thread's-other-gets-is-handed-out",
+         # the same gets, the token read right before b's get: the new registration's
+         [do.load("a"), do.load("b"), do.get("b_1_0"), do.cleanup("b"), do.load("b"),
+          do.put("b_1_0", "x", True), do.get("a_1_0"), do.get("b_1_0", c("x", True)),
+          do.poll({"b": [c("x", True)]})],
+         quiet(quiescent=True, **NO_TRIES)),
+    case("R16", "quiet-when-another-thread-made-the-other-get",
+         # several threads get (a pool of fetchers): a token may be read by one and used
+         # by another, and only the request's own previous get bounds the read
+         [do.load("a"), do.load("b"), do.get("b_1_0"), do.cleanup("b"), do.load("b"),
+          do.put("b_1_0", "x", True), do.get("a_1_0", thread="recv-2"),
+          do.get("b_1_0", c("x", True)), do.poll({})],
+         quiet(quiescent=True, **NO_TRIES)),
     case("R16", "is-the-root-of-a-second-hand-out-when-a-stale-get-fetched-it",
          # the old registration's get is committed beside the new one's own get of the
          # same chunk: the copy handed out twice is the fence's failure (R15 its symptom)

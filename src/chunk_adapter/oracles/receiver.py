@@ -30,11 +30,13 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     receivers = {c.adapter for c in tl.calls if c.call == "load_async"}
     live = quiescent and not any(name in tl.stopped_adapters for name in receivers)
     moved_on = _moved_on(tl)
+    since = _since(tl)
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
         regs = tl.registrations.get(rid, [])
-        stale = _maybe_stale(gets, regs)
-        out += _no_get_past_final(rid, gets, regs, stale)
+        stale = _maybe_stale(gets, regs, since)
+        late = _maybe_stale(gets, regs) - stale  # stale only if read before other gets
+        out += _no_get_past_final(rid, gets, regs, stale, late)
         out += _gets_return_puts(rid, gets, tl.puts.get(rid, []))
         by_id: dict[int, list[ConnectorOp]] = defaultdict(list)
         for g in gets:
@@ -45,7 +47,7 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
             last = n == len(regs) - 1 and reg.cleanup is None
             chain = _Chain(
                 rid, reg, gets, by_id, tl.puts.get(rid, []), live and last, stale, regs[:n],
-                moved_on,
+                moved_on, late,
             )  # fmt: skip
             out += chain.run()
     return out
@@ -73,15 +75,42 @@ def _moved_on(tl: Timeline) -> Callable[[ConnectorOp, int], bool]:
     return moved_on
 
 
-def _maybe_stale(gets: list[ConnectorOp], regs: list[Registration]) -> set[int]:
+def _since(tl: Timeline) -> Callable[[ConnectorOp, int], int]:
+    """``since(g, prev_end)``: when the token read before get *g* happened at the earliest.
+
+    An adapter reads a request's token under its lock, then gets outside it; the read
+    came after the request's previous get ended (*prev_end*). When every get of the
+    history is made by one thread, the read also came after that thread's previous get
+    of any request ended: one RECV thread that reads the token before every get (the
+    spec's RECV step 1) does nothing else in between. Where several threads get (a
+    pool of fetchers, a notify callback), a token may be read by one thread and used
+    by another, and only the request's own previous get bounds it."""
+    threads = {op.thread for ops in tl.gets.values() for op in ops}
+    if len(threads) != 1:
+        return lambda g, prev_end: prev_end
+    ends = sorted(op.end for ops in tl.gets.values() for op in ops)
+
+    def since(g: ConnectorOp, prev_end: int) -> int:
+        i = bisect.bisect_left(ends, g.begin)  # the gets that ended before this one began
+        return max(prev_end, ends[i - 1]) if i else prev_end
+
+    return since
+
+
+def _maybe_stale(
+    gets: list[ConnectorOp],
+    regs: list[Registration],
+    since: Callable[[ConnectorOp, int], int] = lambda g, prev_end: prev_end,
+) -> set[int]:
     """Ids of the gets that may belong to a registration cleaned up before they began.
 
     An adapter reads a request's token under its lock, then gets outside it. A
     ``cleanup_receiver`` (and a new ``load_async``) can run between that read
     and the get's begin, so such a get may be the old registration's, and its
-    value rightly discarded. The read happened after the request's previous
-    get ended; so a get may be stale when a cleanup ended between the previous
-    get's end and this get's begin.
+    value rightly discarded: a get may be stale when a cleanup ended between the
+    read (at the earliest :func:`_since`) and this get's begin. A get after a round
+    that read its tokens before other gets is not excused: it may take, on a
+    consuming connector, the chunk of the registration that replaced its own.
     """
     cleanups = sorted(r.cleanup.end for r in regs if r.cleanup is not None)
     stale: set[int] = set()
@@ -89,7 +118,8 @@ def _maybe_stale(gets: list[ConnectorOp], regs: list[Registration]) -> set[int]:
         return stale
     prev_end = 0
     for g in sorted(gets, key=lambda op: op.begin):
-        i = bisect.bisect_right(cleanups, prev_end)  # the first cleanup ending after prev_end
+        read = since(g, prev_end)
+        i = bisect.bisect_right(cleanups, read)  # the first cleanup ending after the read
         if i < len(cleanups) and cleanups[i] < g.begin:
             stale.add(id(g))
         prev_end = g.end
@@ -148,14 +178,38 @@ def _stray(tl: Timeline) -> Iterator[Violation]:
             )
 
 
+def _read_early(rid: str, g: ConnectorOp) -> Violation:
+    """R16 (R23 its consequence): get *g* began after a cleanup and a new registration of
+    its request, and its thread got other keys since it could have read the token."""
+    return Violation(
+        R16,
+        f"the get of {g.key!r} began after cleanup_receiver and a new load_async of the "
+        "request, and its thread made another get that ended after that cleanup: the "
+        "registration was read before that other get (a round that reads the "
+        "registrations once, then gets for each), so this get serves the cleaned-up "
+        "registration and takes, on a consuming connector, the new registration's chunk, "
+        "which then never arrives; read the token under the lock right before every get",
+        rid,
+        g.key,
+        g.begin,
+        also=(R23,),
+    )
+
+
 def _no_get_past_final(
-    rid: str, gets: list[ConnectorOp], regs: list[Registration], stale: set[int]
+    rid: str,
+    gets: list[ConnectorOp],
+    regs: list[Registration],
+    stale: set[int],
+    late: set[int],
 ) -> Iterator[Violation]:
     """R13: after a get that returned the final, no get of the request until a new registration.
 
     A get that may be a cleaned-up registration's (``_maybe_stale``) is not counted. When
     a ``load_async`` was made while the request was registered (a reload) before that
     get, the reload is the root: R12 at it (it must change nothing), R13 its consequence.
+    When the get that returned the final read its registration before its thread's other
+    gets (*late*), that read is the root (:func:`_read_early`).
     """
     ordered = sorted(regs, key=lambda r: r.load.begin)
     loads = [r.load.begin for r in ordered]
@@ -169,6 +223,9 @@ def _no_get_past_final(
         limit = loads[nxt] if nxt < len(loads) else 1 << 62
         i = bisect.bisect_right(begins, g.end)
         if i < len(gets) and gets[i].begin < limit:
+            if id(g) in late:
+                yield _read_early(rid, g)
+                return
             reloads = (
                 [r for r in ordered[nxt - 1].reloads if r.begin < gets[i].begin] if nxt else []
             )
@@ -232,6 +289,8 @@ class _Chain:
     """The request's registrations before this one."""
     moved_on: Callable[[ConnectorOp, int], bool]
     """``moved_on(get, t)``: the get's thread began another get after it, before *t*."""
+    late: set[int]
+    """``id()`` of the gets stale only if their token was read before the thread's other gets."""
 
     def run(self) -> list[Violation]:
         out: list[Violation] = []
@@ -368,6 +427,8 @@ class _Chain:
             return []
         for g in self.by_id.get(n, []):
             if g.begin > last_end and id(g) not in self.stale:
+                if id(g) in self.late:
+                    return [_read_early(self.rid, g)]
                 restart = self._restarted_by(g, n)
                 if restart is not None:
                     return [restart]

@@ -92,6 +92,13 @@ _ALL = [
         consume_on_get=False,
     ),
     Scenario(
+        "q5-cleanup-inflight-get-beside",
+        (load("a"), load("r"), cleanup("r"), load("r"), save("r", "new", True), save("a", 1, True)),
+        question="5: as above, with another request registered beside it: a token read "
+        "before the RECV thread's other gets is stale by its own get",
+        latency=0.001,  # calls take time: the round's other gets overlap the cleanup
+    ),
+    Scenario(
         "q5-cleanup-inflight-get-event",
         (load("r"), save("r", "old"), cleanup("r"), load("r"), save("r", "new", True)),
         question="5: as above, with event-driven receive (put notifications, awaited keys)",
