@@ -261,10 +261,6 @@ class Scenario:
     liveness: float = 0.0
     """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
     owed (0: it stops once quiet, as the library's scenarios always did)."""
-    timing: int = 0
-    """Seed of the ``latency`` and ``think`` draws: which calls are slow and which quick,
-    not only how slow at most (0: the series every world had before worlds drew their
-    own, so older replay strings run as they did)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):

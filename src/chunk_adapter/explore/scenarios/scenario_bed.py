@@ -29,9 +29,6 @@ from .scenario import settle as settle_op
 __all__ = ["RoleHistory", "ScenarioBed"]
 
 Wrap = Callable[[Any, History], Any]
-TIMING_STRIDE = 8
-"""Seeds a world's timing takes: one per timed source (the connector, each member's
-builder: at most four) and the scheduler's think times."""
 """How a driver wraps each adapter it drives (e.g. ``oracles.RecordedAdapter``)."""
 
 
@@ -81,11 +78,9 @@ class ScenarioBed:
         """The objects handed to ``save_async``, in order (``mutate()`` changes them)."""
         self.sleep: Callable[[float], None] = self.bed.faulty.timed.sleep
         self.clock: Callable[[], float] = self.bed.faulty.timed.clock
-        # one seed per source of time, the world's timing seed apart from the next one's
-        base = TIMING_STRIDE * scenario.timing
         for seed, timed in enumerate(self.timed):
-            timed.set_latency(scenario.latency, base + seed)
-        self._think = random.Random(base + len(self.timed))  # the scheduler's think times
+            timed.set_latency(scenario.latency, seed)
+        self._think = random.Random(len(self.timed))  # the scheduler's think times
         self.spin: Callable[[], None] = lambda: None
         """One step of the scheduler's own work (``Scenario.busy``): a switch point under
         the explorer, nothing on real threads."""

@@ -12,8 +12,7 @@ A *world* is a :class:`~.scenario.Scenario` with everything drawn:
   save at any depth, cancels, loads, polls, cleanups, reuse of a request id
   after its final, pauses, relays through the middle stage, and a ``stop()``
   that may come before the end, with calls after it;
-* **the scheduler's pace**: it polls between its calls now and then, never, or after
-  every call (:data:`POLL_PACES`); it sleeps a drawn think time after a call (the adapter's
+* **the scheduler's pace**: it sleeps a drawn think time after a call (the adapter's
   threads finish first) or works on for a drawn number of its own steps (its next call
   lands in the middle of their work), or calls again at once;
 * **faults in virtual time**: single put/get/build failures and bursts,
@@ -219,7 +218,7 @@ def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> 
     sender: list[Op] = []
     for _ in range(draw(_int(1, 2))):
         # a few chunks, and now and then a long stream (ids past 9: two-digit keys)
-        chunks = draw(_int(0, 3)) if draw(_int(0, 4)) else draw(_int(4, 16))
+        chunks = draw(_int(0, 3)) if draw(_int(0, 7)) else draw(_int(4, 13))
         cancel_at = draw(_int(0, chunks)) if draw(_int(0, 3)) == 0 else -1
         for n in range(chunks + 1):
             if n == cancel_at:
@@ -254,16 +253,6 @@ def _lifecycle(draw: Any, rid: str, topology: str, sending: tuple[int, ...]) -> 
     return ops
 
 
-TIMINGS = 1 << 16
-"""A world's timing seed is drawn from 0 to this (0, where it shrinks to, is the series
-every world had before: the same calls slow in every world, only by more or less)."""
-POLL_PACES: tuple[str, ...] = ("sometimes", "never", "always")
-"""How often a world's scheduler polls between its calls: after about one call in five,
-never (what every stream committed meanwhile is handed out by one ``poll_ready`` at the
-end, long streams across ids 9 and 10 included), or after every call. Swarm testing
-again: a configuration no other world uses shows a bug the others never do."""
-
-
 def _program(
     draw: Any, rids: tuple[str, ...], sending: tuple[int, ...], topology: str, lulls: bool
 ) -> list[Op]:
@@ -279,22 +268,18 @@ def _program(
     extra = [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 3)))]
     lanes.append(extra)
     receivers = ("middle", None) if topology == "three-stage" else (None,)
-    pace = _pick(draw, POLL_PACES)
     ops: list[Op] = []
     while any(lanes):
         lane = _pick(draw, [i for i, lane in enumerate(lanes) if lane])
         ops.append(lanes[lane].pop(0))
-        if pace == "always":
-            ops.append(poll(on=_pick(draw, receivers)))
-        # Between two calls the scheduler polls (at the world's pace), now and then lets
-        # everything settle, does other work for a while or (event-driven worlds) has
-        # nothing to do for a second or two; now and then a call of the adapter's threads
-        # is slow, which holds it in flight across the scheduler's next calls (a race
-        # window held open, as delay injection does); a middle stage relays now and then.
+        # Between two calls the scheduler polls, now and then lets everything settle,
+        # does other work for a while or (event-driven worlds) has nothing to do for a
+        # second or two; now and then a call of the adapter's threads is slow, which
+        # holds it in flight across the scheduler's next calls (a race window held open,
+        # as delay injection does); a middle stage relays now and then.
         between = draw(_int(0, 19))
         if between < 4:
-            if pace == "sometimes":
-                ops.append(poll(on=_pick(draw, receivers)))
+            ops.append(poll(on=_pick(draw, receivers)))
         elif between < 6:
             ops.append(settle())
         elif between < 8:
@@ -355,7 +340,6 @@ def worlds(draw: Any) -> Scenario:
         busy=_pick(draw, BUSY),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
-        timing=draw(_int(0, TIMINGS)),  # which calls are slow: each world its own
     )
 
 
