@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 __all__ = ["BuildCall", "ConnectorOp", "History", "Outcome"]
@@ -39,6 +39,9 @@ class ConnectorOp:
     begin: int
     end: int
     thread: str
+    ident: int = field(default=0, compare=False, repr=False)
+    """``threading.get_ident()`` of the calling thread: two threads given one name are still
+    two (left out of equality and repr: it differs from run to run)."""
 
 
 @dataclass(frozen=True)

@@ -101,12 +101,19 @@ class Script:
         )
 
     def get(
-        self, key: str, value: Any = None, *, begin: int | str | None = None, thread: str = "recv"
+        self,
+        key: str,
+        value: Any = None,
+        *,
+        begin: int | str | None = None,
+        thread: str = "recv",
+        ident: int = 0,
     ) -> None:
         b = self.begun[begin] if isinstance(begin, str) else begin
         b = b if b is not None else self.h.tick()
         outcome = "none" if value is None else "ok"
-        self.h.append(ConnectorOp("get", key, value, outcome, None, b, self.h.tick(), thread))
+        end = self.h.tick()
+        self.h.append(ConnectorOp("get", key, value, outcome, None, b, end, thread, ident))
 
     def sent(self, rid: str, items: list[tuple[Any, bool]]) -> None:
         """Save, build and put *items* of one request correctly, in order."""

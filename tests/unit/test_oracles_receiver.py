@@ -80,6 +80,12 @@ CASES = [
           do.put("b_1_0", "x", True), do.get("a_1_0", thread="recv-2"),
           do.get("b_1_0", c("x", True)), do.poll({})],
          quiet(quiescent=True, **NO_TRIES)),
+    case("R16", "quiet-when-two-threads-of-one-name-made-the-gets",
+         # two fetchers given one name are still two threads
+         [do.load("a"), do.load("b"), do.get("b_1_0"), do.cleanup("b"), do.load("b"),
+          do.put("b_1_0", "x", True), do.get("a_1_0", ident=2),
+          do.get("b_1_0", c("x", True)), do.poll({})],
+         quiet(quiescent=True, **NO_TRIES)),
     case("R16", "is-the-root-of-a-second-hand-out-when-a-stale-get-fetched-it",
          # the old registration's get is committed beside the new one's own get of the
          # same chunk: the copy handed out twice is the fence's failure (R15 its symptom)

@@ -56,6 +56,7 @@ class RecordingConnector(ConnectorWrapper):
                 begin=begin,
                 end=end,
                 thread=threading.current_thread().name,
+                ident=threading.get_ident(),
             )
 
         return record

@@ -85,7 +85,7 @@ def _since(tl: Timeline) -> Callable[[ConnectorOp, int], int]:
     spec's RECV step 1) does nothing else in between. Where several threads get (a
     pool of fetchers, a notify callback), a token may be read by one thread and used
     by another, and only the request's own previous get bounds it."""
-    threads = {op.thread for ops in tl.gets.values() for op in ops}
+    threads = {(op.thread, op.ident) for ops in tl.gets.values() for op in ops}
     if len(threads) != 1:
         return lambda g, prev_end: prev_end
     ends = sorted(op.end for ops in tl.gets.values() for op in ops)
