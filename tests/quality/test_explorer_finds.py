@@ -32,7 +32,9 @@ from chunk_adapter.explore import (
     replay,
 )
 from chunk_adapter.explore.scenarios.generate import scenarios, schedules
+from chunk_adapter.explore.strategies import SectionStrategy
 from chunk_adapter.explore.strategies.schedule import decode
+from chunk_adapter.factory import load_factory
 from tests.quality import broken_explore as broken
 from tests.quality import plain_threading_adapter as plain
 
@@ -79,6 +81,15 @@ CASES = [
         "R14",
         10.0,
         id="split-poll-ready",
+        marks=pytest.mark.rule("R14", "R15"),
+    ),
+    pytest.param(
+        broken.SplitPoll,
+        "pipeline/q4-receiver-finished",
+        lambda: SectionStrategy(seed=0, executions=60),  # as verify's explore stage runs it
+        "R14",
+        10.0,
+        id="split-poll-ready-sections",
         marks=pytest.mark.rule("R14", "R15"),
     ),
     pytest.param(
@@ -133,6 +144,26 @@ def test_explorer_finds(
     assert report.failure is not None
     again = replay(LIBRARY[name], report.failure.schedule, factory=factory)
     assert [f.message for f in again.failures] == [f.message for f in report.failure.failures]
+
+
+@pytest.mark.rule("R16", "R23")
+def test_a_round_that_reads_its_registrations_once_is_found_by_each_strategy() -> None:
+    """``stale_round_get`` (a RECV round reads the registrations, then gets for each with
+    no re-check) under each strategy of verify's explore stage, as that stage runs them
+    (60 executions, seed 0, substitution mode); the correct adapter it was drafted from,
+    which re-checks before every get, passes the same explorations."""
+    scenario = LIBRARY["pipeline/q5-cleanup-inflight-get-beside"]
+    runs: list[Any] = [
+        lambda: PctStrategy(seed=0, depth=3, executions=60),
+        lambda: RandomStrategy(seed=0, executions=60),
+        lambda: SectionStrategy(seed=0, executions=60),
+    ]
+    broken_one = load_factory("tests.quality.broken_outside:stale_round_get")
+    correct = load_factory("tests.quality.correct.forwarding_pkg:StreamBridge.create")
+    for make in runs:
+        found(explore(scenario, make(), factory=broken_one, substitute="auto"), "R16")
+        report = explore(scenario, make(), factory=correct, substitute="auto")
+        assert report.ok, report.describe_failure()
 
 
 @pytest.mark.rule("R16")
