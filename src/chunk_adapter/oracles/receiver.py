@@ -34,8 +34,7 @@ def check_receiver(tl: Timeline, *, quiescent: bool) -> list[Violation]:
     for rid in tl.receiver_ids():
         gets = tl.gets.get(rid, [])
         regs = tl.registrations.get(rid, [])
-        stale = _maybe_stale(gets, regs, since)
-        late = _maybe_stale(gets, regs) - stale  # stale only if read before other gets
+        stale, late = _maybe_stale(gets, regs, since)
         out += _no_get_past_final(rid, gets, regs, stale, late)
         out += _gets_return_puts(rid, gets, tl.puts.get(rid, []))
         by_id: dict[int, list[ConnectorOp]] = defaultdict(list)
@@ -100,30 +99,33 @@ def _since(tl: Timeline) -> Callable[[ConnectorOp, int], int]:
 def _maybe_stale(
     gets: list[ConnectorOp],
     regs: list[Registration],
-    since: Callable[[ConnectorOp, int], int] = lambda g, prev_end: prev_end,
-) -> set[int]:
-    """Ids of the gets that may belong to a registration cleaned up before they began.
+    since: Callable[[ConnectorOp, int], int],
+) -> tuple[set[int], set[int]]:
+    """Ids of the gets that may belong to a registration cleaned up before they began,
+    and of those that would only if their token was read before other gets.
 
     An adapter reads a request's token under its lock, then gets outside it. A
     ``cleanup_receiver`` (and a new ``load_async``) can run between that read
     and the get's begin, so such a get may be the old registration's, and its
     value rightly discarded: a get may be stale when a cleanup ended between the
     read (at the earliest :func:`_since`) and this get's begin. A get after a round
-    that read its tokens before other gets is not excused: it may take, on a
-    consuming connector, the chunk of the registration that replaced its own.
+    that read its tokens before other gets is not excused (the second set): it may
+    take, on a consuming connector, the chunk of the registration that replaced its own.
     """
     cleanups = sorted(r.cleanup.end for r in regs if r.cleanup is not None)
     stale: set[int] = set()
+    late: set[int] = set()
     if not cleanups:
-        return stale
+        return stale, late
     prev_end = 0
     for g in sorted(gets, key=lambda op: op.begin):
-        read = since(g, prev_end)
-        i = bisect.bisect_right(cleanups, read)  # the first cleanup ending after the read
-        if i < len(cleanups) and cleanups[i] < g.begin:
-            stale.add(id(g))
+        for read, into in ((since(g, prev_end), stale), (prev_end, late)):
+            i = bisect.bisect_right(cleanups, read)  # the first cleanup ending after the read
+            if i < len(cleanups) and cleanups[i] < g.begin:
+                into.add(id(g))
+                break  # stale: not also late
         prev_end = g.end
-    return stale
+    return stale, late
 
 
 def _poll_shapes(tl: Timeline) -> Iterator[Violation]:

@@ -140,9 +140,10 @@ one, or one per chunk if it hands out one chunk a poll."""
 
 
 def drain_round(roles: tuple[str, ...]) -> tuple[Op, ...]:
-    """One round of a ``drain()`` after its ``settle()``: every receiving member polled in
+    """One round of a ``drain()``: ``settle()``, then every receiving member polled in
     pipeline order, a middle relaying what it got."""
-    return (Op("relay"), Op("poll")) if "middle" in roles else (Op("poll"),)
+    polls = (Op("relay"), Op("poll")) if "middle" in roles else (Op("poll"),)
+    return (Op("settle"), *polls)
 
 
 def call(op: Op, adapters: Mapping[str, Any], note: Callable[[str], None]) -> int:
@@ -172,17 +173,15 @@ def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> int:
         target.load_async(op.request_id)
     elif kind == "cleanup":
         target.cleanup_receiver(op.request_id)
-    elif kind == "poll":
+    elif kind in ("poll", "relay"):
         ready = target.poll_ready()
         note(f"  {who}poll_ready() -> {ready!r}")
-        return _count(ready)
-    elif kind == "relay":
-        ready = target.poll_ready()
-        note(f"  {who}poll_ready() -> {ready!r}")
-        for request_id, chunks in dict(ready).items():
-            for chunk in chunks if isinstance(chunks, list) else []:
-                if isinstance(chunk, dict):
-                    target.save_async(request_id, chunk.get("data"), bool(chunk.get("finished")))
+        if kind == "relay":  # the middle re-sends what it got under the same request ids
+            for request_id, chunks in dict(ready).items():
+                for chunk in chunks if isinstance(chunks, list) else []:
+                    if isinstance(chunk, dict):
+                        data, final = chunk.get("data"), bool(chunk.get("finished"))
+                        target.save_async(request_id, data, final)
         return _count(ready)
     elif kind == "stop":
         target.stop()

@@ -24,7 +24,6 @@ from ...connectors.base import Connector
 from ...history import History
 from .pipeline import DRAIN_ROUNDS, Member, apply, drain_round, members
 from .scenario import Op, Scenario
-from .scenario import settle as settle_op
 
 __all__ = ["RoleHistory", "ScenarioBed"]
 
@@ -151,11 +150,12 @@ class ScenarioBed:
         before: Callable[[Op], None],
         after: Callable[[Op], None],
     ) -> None:
-        """``drain()``: rounds of ``settle()`` and :func:`.pipeline.drain_round`, each op
-        noted and timed as any other, until a round hands out nothing."""
+        """``drain()``: rounds of :func:`.pipeline.drain_round`, each op noted and timed as
+        any other, until a round hands out nothing."""
+        ops = drain_round(tuple(self.adapters))
         for _ in range(DRAIN_ROUNDS):
             handed = 0
-            for op in (settle_op(), *drain_round(tuple(self.adapters))):
+            for op in ops:
                 before(op)
                 handed += self.apply(op, settle, note)
                 after(op)
