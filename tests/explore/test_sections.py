@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from chunk_adapter.explore import RandomStrategy
 from chunk_adapter.explore.runtime.primitives import ControlledRuntime
 from chunk_adapter.explore.strategies import SectionStrategy, Strategy
@@ -102,3 +104,39 @@ def test_the_controller_says_when_a_thread_is_between_two_sections() -> None:
 
     every_execution(program, Spy(seed=0, executions=1))
     assert gaps.count(True) == 1, gaps
+
+
+def _poll_race(preempt: float, factory: Any) -> Any:
+    """``pipeline/q4-receiver-finished`` with every call taking up to 10 ms and no think
+    time: the RECV thread sleeps through its get while the scheduler polls."""
+    from dataclasses import replace
+
+    from chunk_adapter.explore import LIBRARY, explore
+
+    world = replace(LIBRARY["q4-receiver-finished"], latency=0.01, preempt=preempt)
+    return explore(world, SectionStrategy(seed=0, executions=60), factory=factory)
+
+
+@pytest.mark.rule("R14", "R15")
+def test_a_thread_asleep_gets_into_the_gap_only_when_time_may_pass_there() -> None:
+    """``Scenario.preempt``: a thread preempted between two sections may stay off the CPU
+    while a timer fires, so a RECV thread asleep in its get commits inside ``poll_ready``'s
+    copy-then-clear (``SplitPoll``, R14/R15). Without it virtual time moves only when no
+    thread can run, and 60 section schedules never reach the gap. The reference adapter,
+    whose ``poll_ready`` is one section, passes the same 60. The failing schedule, with its
+    "time passes" choice (``{999}``), replays to the same failure."""
+    from chunk_adapter.explore import replay
+    from chunk_adapter.factory import reference_factory
+    from tests.quality.broken_explore import SplitPoll
+
+    split = lambda connector, **kw: SplitPoll(connector, **kw)  # noqa: E731
+    assert _poll_race(0.0, split).failure is None
+    report = _poll_race(0.01, split)
+    assert report.failure is not None, report.summary()
+    rules = [r for f in report.failure.failures for r in f.rules]
+    assert {"R14", "R15"} & set(rules), report.describe_failure()
+    schedule = report.failure.schedule
+    assert "{999}" in schedule, schedule
+    again = replay(report.failure.scenario, schedule, factory=split)
+    assert [f.rules[:1] for f in again.failures] == [f.rules[:1] for f in report.failure.failures]
+    assert _poll_race(0.01, reference_factory).failure is None

@@ -24,7 +24,7 @@ import textwrap
 CHILD = textwrap.dedent(
     """
     import gc, threading
-    from chunk_adapter.explore.engine.execution import thread_frames
+    from chunk_adapter.explore.runtime.real import thread_frames
 
     class Holder:
         pass

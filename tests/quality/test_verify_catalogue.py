@@ -66,7 +66,19 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_verify:deadlocks_in_save": {"R3"},
     # two independent bugs at once (tests/quality/broken_two_bugs.py; --all: test_verify_all.py)
     "broken_two_bugs:snapshot_and_swap": {"R4", "R14", "R15"},
+    # work on an asyncio loop in a thread, blocking calls in executor workers (issue 26)
+    "broken_asyncio:await_between_check_and_commit": {"R16", "R14", "R15"},
+    "broken_asyncio:threadsafe_order": {"R5", "R9", "R11"},
+    "broken_asyncio:put_state_on_loop": {"R6"},
 }
+KNOWN_MISSES: dict[str, str] = {
+    "broken_asyncio:put_state_on_loop": (
+        "its window (a cancel_sender after the final's put returned, before the loop "
+        "updates the send state) is one no generated world enters: the worlds cancel after "
+        "a final only once a settle() made sure it was sent (R27), which closes the window"
+    ),
+}
+"""Broken adapters verify does not catch yet, and why (an xfail, strict: a find fails it)."""
 BUDGET = 240.0  # the ci profile's default --max-seconds
 
 
@@ -88,7 +100,17 @@ RULE_FIRST = {name for name in CATALOGUE if name.startswith(("broken_deep:", "br
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=() if name in DEFAULT_TIER else pytest.mark.slow)
+        pytest.param(
+            name,
+            marks=(
+                *(() if name in DEFAULT_TIER else (pytest.mark.slow,)),
+                *(
+                    (pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[name]),)
+                    if name in KNOWN_MISSES
+                    else ()
+                ),
+            ),
+        )
         for name in sorted(CATALOGUE)
     ],
 )

@@ -26,4 +26,6 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.pq_sequenced:make",
     "tests.quality.correct.request_objects:make",
     "tests.quality.correct.due_heap:make",
+    "tests.quality.correct.asyncio_loop:make",
+    "tests.quality.correct.asyncio_sides:make",
 )

@@ -13,7 +13,10 @@ Routed: ``threading.Lock/RLock/Condition/Event``, ``queue.SimpleQueue``,
 ``_thread.start_new_thread``, ``threading.current_thread/get_ident`` (a greenlet task
 sees its own ``Thread`` object and ident, :mod:`.carriers`), and
 ``threading.Thread.start/join/is_alive`` on the real class (so ``Thread``
-subclasses and ``threading.Timer`` started by a task become tasks).
+subclasses and ``threading.Timer`` started by a task become tasks); for an asyncio
+loop a task runs, ``selectors.DefaultSelector``, the loop's ``_write_to_self`` and
+``Handle._run`` (:mod:`..runtime.loops`: the loop waits in virtual time, woken by
+``call_soon_threadsafe``; each callback a switch point).
 ``Semaphore``, ``BoundedSemaphore``, ``Barrier``, ``Timer`` and ``queue.Queue``
 are the standard library's own Python classes, controlled through the
 primitives they build; the clocks they captured at import (``threading._time``,
@@ -29,9 +32,12 @@ oracles). Names bound by ``from threading import Lock`` elsewhere are rebound by
 from __future__ import annotations
 
 import _thread
+import asyncio.events
+import asyncio.selector_events
 import concurrent.futures.thread as cf_thread
 import logging
 import queue
+import selectors
 import sys
 import threading
 import time
@@ -42,6 +48,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..runtime import real
+from ..runtime.loops import ControlledSelector, before_callback, wake_after_write
 from ..runtime.primitives import (
     ControlledCondition,
     ControlledEvent,
@@ -130,14 +137,33 @@ def _foreign(rt: ControlledRuntime, frame: FrameType) -> None:
 # -- routers -------------------------------------------------------------------
 
 
+QUIET = ("concurrent.futures", "asyncio")
+"""Standard-library packages whose own locks are taken without a switch point when free
+(``ControlledLock.quiet``): a ``Future`` takes its condition's lock a few times per result,
+an event loop's executor round trip a dozen times, and a polling asyncio adapter ran out
+of the step budget on them; their waits and notifies stay switch points."""
+
+
+def _quiet(lock: Any, depth: int = 2) -> Any:
+    """*lock*, quiet when the code that made it is in a :data:`QUIET` package (through
+    ``threading``'s own builders: the idle ``Semaphore`` of a ``ThreadPoolExecutor``)."""
+    frame: FrameType | None = sys._getframe(depth)
+    while frame is not None and frame.f_globals is _THREADING:
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__") if frame is not None else None
+    if isinstance(name, str) and _under(name, QUIET):
+        lock.quiet = True
+    return lock
+
+
 def Lock() -> Any:
     rt = controlling()
-    return rt.Lock() if rt is not None else real.Lock()
+    return _quiet(rt.Lock()) if rt is not None else real.Lock()
 
 
 def RLock(*args: Any, **kwargs: Any) -> Any:
     rt = controlling()
-    return rt.RLock() if rt is not None else real.RLock(*args, **kwargs)
+    return _quiet(rt.RLock()) if rt is not None else real.RLock(*args, **kwargs)
 
 
 class _Routed(type):
@@ -152,7 +178,12 @@ class _Routed(type):
 class Condition(metaclass=_Routed):
     def __new__(cls, lock: Any = None) -> Any:
         rt = controlling()
-        return rt.Condition(lock) if rt is not None else real.Condition(lock)
+        if rt is None:
+            return real.Condition(lock)
+        condition = rt.Condition(lock)
+        if lock is None:
+            _quiet(condition.lock)
+        return condition
 
 
 class Event(metaclass=_Routed):
@@ -167,6 +198,20 @@ class SimpleQueue(metaclass=_Routed):
         if rt is None:
             return real.SimpleQueue()
         return ControlledSimpleQueue(rt.ctl, rt._name("SimpleQueue"))
+
+
+_REAL_SELECTOR = selectors.DefaultSelector
+_SELECTOR_LOOP = asyncio.selector_events.BaseSelectorEventLoop
+
+
+class DefaultSelector(metaclass=_Routed):
+    """The selector ``asyncio.new_event_loop()`` makes: a task's waits in virtual time
+    (:mod:`..runtime.loops`)."""
+
+    def __new__(cls) -> Any:
+        rt = controlling()
+        inner = _REAL_SELECTOR()
+        return inner if rt is None else ControlledSelector(rt.ctl, inner, rt._name("selector"))
 
 
 def monotonic() -> float:
@@ -297,9 +342,13 @@ class _RoutedLock:
     class's lock): tasks share one controlled lock per execution (a real lock held
     across a switch point would block for real); other threads use the real one."""
 
-    def __init__(self, inner: Any, reentrant: bool = False) -> None:
+    def __init__(
+        self, inner: Any, reentrant: bool = False, name: str = "", quiet: bool = False
+    ) -> None:
         self.inner = inner
         self.reentrant = reentrant
+        self.quiet = quiet  # the controlled one is quiet (QUIET: the standard library's)
+        self.name = name  # where it was found ("Class._lock"), for the traces and reports
         self._per_execution: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def _lock(self) -> Any:
@@ -309,6 +358,9 @@ class _RoutedLock:
         lock = self._per_execution.get(rt.ctl)
         if lock is None:
             lock = self._per_execution[rt.ctl] = rt.RLock() if self.reentrant else rt.Lock()
+            if self.name:
+                lock.name = self.name
+            lock.quiet = self.quiet
         return lock
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -335,14 +387,14 @@ class _RoutedLock:
 _RLOCK_TYPES = (type(real.RLock()), threading._PyRLock)  # type: ignore[attr-defined]
 
 
-def routed_lock(value: Any) -> _RoutedLock | None:
+def routed_lock(value: Any, name: str = "") -> _RoutedLock | None:
     """A stand-in for *value* if it is a real ``Lock`` or ``RLock`` (:class:`_RoutedLock`),
     else ``None``: what :mod:`.substitute` puts where a module or a class keeps a lock it
-    made at import."""
+    made at import (*name*: where, as the traces show it)."""
     if isinstance(value, real.LockType):
-        return _RoutedLock(value)
+        return _RoutedLock(value, name=name)
     if isinstance(value, _RLOCK_TYPES):
-        return _RoutedLock(value, reentrant=True)
+        return _RoutedLock(value, reentrant=True, name=name)
     return None
 
 
@@ -357,6 +409,7 @@ class _DropAborted(logging.Filter):
 Condition._kinds = (real.Condition, ControlledCondition)
 Event._kinds = (real.Event, ControlledEvent)
 SimpleQueue._kinds = (real.SimpleQueue, ControlledSimpleQueue)
+DefaultSelector._kinds = (_REAL_SELECTOR, ControlledSelector)
 
 _PATCHES: list[tuple[Any, str, Any]] = [
     (threading, "Lock", Lock),
@@ -380,7 +433,10 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (queue, "SimpleQueue", SimpleQueue),
     (queue, "time", monotonic),
     (_thread, "start_new_thread", start_new_thread),
-    (cf_thread, "_global_shutdown_lock", _RoutedLock(cf_thread._global_shutdown_lock)),
+    (cf_thread, "_global_shutdown_lock", _RoutedLock(cf_thread._global_shutdown_lock, quiet=True)),
+    (selectors, "DefaultSelector", DefaultSelector),
+    (_SELECTOR_LOOP, "_write_to_self", wake_after_write(vars(_SELECTOR_LOOP)["_write_to_self"])),
+    (asyncio.events.Handle, "_run", before_callback(asyncio.events.Handle._run, ACTIVE)),
 ]
 
 REPLACEMENTS: dict[int, tuple[Any, Any]] = {

@@ -197,7 +197,8 @@ def rebound(modules: Sequence[ModuleType]) -> Iterator[None]:
 
 
 def _route_locks(owner: Any, name: str, value: Any, saved: list[tuple[Any, str, Any]]) -> None:
-    stand_in = routed_lock(value)
+    where = getattr(owner, "__qualname__", None) or getattr(owner, "__name__", "?")
+    stand_in = routed_lock(value, f"{where}.{name}")
     if stand_in is not None:
         try:
             setattr(owner, name, stand_in)

@@ -10,9 +10,7 @@ scheduler thread; and hands the history to the checker.
 
 from __future__ import annotations
 
-import gc
 import logging
-import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +34,7 @@ from ..runtime.primitives import (
     ControlledLock,
     ControlledRuntime,
 )
+from ..runtime.real import thread_frames
 from ..runtime.tasks import FactoryFailed, as_failure
 from ..runtime.watch import watch_state
 from ..runtime.wrappers import ExplorerBuilder, ExplorerConnector
@@ -44,6 +43,7 @@ from ..scenarios.scenario import Op, Scenario
 from ..scenarios.scenario_bed import ScenarioBed
 from ..strategies.schedule import encode
 from .checks import Owed
+from .held import lock_failures
 from .result import Execution
 from .timing import CallClock, held_failures, judged, latency_failures
 
@@ -146,6 +146,7 @@ def run_once(
         every_step=every_step,
         runtime="thread" if setup.runtime == "auto" else setup.runtime,
         slack=setup.slack,
+        early_timers=0.0 if scheduler.observes else scenario.preempt,
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
@@ -249,7 +250,7 @@ def run_once(
         # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
         late = latency_failures(history, scenario, execution.hops, stand.cut)
         held = held_failures(history, scenario, execution.hops, stand.build_roles)
-        execution.failures[:0] = held + late
+        execution.failures[:0] = lock_failures(ctl) + held + late
     return execution
 
 
@@ -266,23 +267,6 @@ def _livelock_root(execution: Execution, checker: Checker) -> None:
         execution.failures = []
     elif found:
         execution.failures[:0] = found
-
-
-def thread_frames() -> dict[int, Any]:
-    """``sys._current_frames()`` with the garbage collector held off while it runs.
-
-    CPython before 3.11.9 and 3.12.3 (gh-106883) holds the interpreter's thread-list lock
-    while it builds that dict; a collection started by one of its allocations may free a
-    ``threading.local`` caught in a reference cycle, whose ``local_clear`` takes the same
-    lock, and the process deadlocks in C (gh-102126). Seen here: a verify worker stuck for
-    good between two executions, its stage reported inconclusive after its whole budget."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return sys._current_frames()
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:
@@ -312,6 +296,7 @@ def _before(op: Op, ctl: Controller, clock: CallClock, roles: tuple[str, ...]) -
     called = roles_for(op, roles) if roles else ()
     ctl.role = called[0] if len(called) == 1 else ""
     ctl.note(str(op))
+    ctl.calling = op.kind
     clock.before(op)
     if ctl.tracking:
         for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):
@@ -321,6 +306,7 @@ def _before(op: Op, ctl: Controller, clock: CallClock, roles: tuple[str, ...]) -
 
 def _after(op: Op, ctl: Controller, clock: CallClock) -> None:
     """The op's timing (:mod:`.timing`); DPOR's footprints of a finished op."""
+    ctl.calling = ""
     clock.after(op)
     if ctl.tracking:
         for recorded in hist(op.request_id, CALL_SIDE.get(op.kind)):

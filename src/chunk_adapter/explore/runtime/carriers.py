@@ -22,6 +22,7 @@ threads (thread-local storage, which greenlets of one thread would share) or
 
 from __future__ import annotations
 
+import asyncio.events
 import contextlib
 import functools
 import itertools
@@ -65,6 +66,10 @@ adapter's own way of running, so a failure found on greenlets is seen again with
 (and a disagreement between the runtimes would be inconclusive, never a red)."""
 
 _FINISHED = TaskState.FINISHED  # read at every hand-off (an Enum class attribute is slow)
+# asyncio keeps the running event loop per OS thread: greenlets on one hub thread would
+# share it, so every switch puts in the loop of the task it switches to (Task.loop).
+_running_loop = asyncio.events._get_running_loop
+_set_running_loop = asyncio.events._set_running_loop
 
 _FAKE_IDENTS = itertools.count(1 << 48)
 """Thread idents for greenlet tasks (no OS thread has one this large)."""
@@ -244,6 +249,7 @@ class GreenletCarrier(Carrier):
             task = ctl.current
             if task is None or task.state is TaskState.FINISHED or task.glet is None:
                 break
+            _set_running_loop(task.loop)
             task.glet.switch()
         while not self._unwind.wait(1.0):
             pass
@@ -254,15 +260,20 @@ class GreenletCarrier(Carrier):
             if not glet:  # never ran: nothing to unwind
                 task.state = TaskState.FINISHED
                 continue
+            _set_running_loop(task.loop)
             glet.switch()  # it raises Aborted where it waits, and unwinds
+        _set_running_loop(None)
 
     def hand(self, ctl: ControllerView, me: Task, nxt: Task | None) -> None:
         if me.state is _FINISHED:
             return  # its greenlet ends: the hub switches to ctl.current
+        me.loop = _running_loop()
         if nxt is not None:
             assert nxt.glet is not None
+            _set_running_loop(nxt.loop)
             nxt.glet.switch()
         else:
+            _set_running_loop(None)
             self._hub.switch()
 
     def abort(self, ctl: ControllerView, stuck: bool) -> None:
@@ -376,6 +387,7 @@ def choose(runtime: str, modules: Iterable[ModuleType]) -> tuple[str, str]:
                 f"{module.__name__} uses thread-local storage, which greenlets on one "
                 "thread would share"
             )
+
     return "greenlet", "the adapter's threads become greenlets"
 
 

@@ -29,6 +29,7 @@ from .carriers import make_carrier
 from .footprint import TIME_PASSED, Footprint, Tracker, no_touch
 from .tasks import (
     SECTION_GAP,
+    TIME_PASSES,
     Aborted,
     Crawl,
     ExplorerMisuse,
@@ -41,6 +42,7 @@ from .tasks import (
     caller,
     creeping_deadline,
     foreign,
+    idle_worker,
     stuck,
     task_failure,
 )
@@ -117,6 +119,7 @@ class Controller:
         every_step: bool = False,
         runtime: str = "thread",
         slack: float = 0.0,
+        early_timers: float = 0.0,
     ) -> None:
         self.scheduler = scheduler
         self.carrier = make_carrier(runtime)
@@ -132,6 +135,13 @@ class Controller:
         # the proofs rest on it). More: deadlines that close to the earliest fire with it,
         # so tasks whose sleeps end at nearly the same time can run in either order.
         self.slack = slack
+        # early_timers: at a section gap (a task about to retake a lock it just released),
+        # the strategy may also choose TIME_PASSES when a timer is due within this many
+        # virtual seconds: the task is preempted that long (it sleeps), as a loaded machine
+        # preempts a thread, and a task asleep (a polling pause, a call's latency) gets
+        # into the gap.
+        # 0: off (DPOR and the proofs: timeouts fire only when nobody can run).
+        self.early_timers = early_timers
         self.now = 0.0
         self.steps = 0
         # Over max_steps, tells a busy loop (time stands still) from a long execution.
@@ -142,6 +152,10 @@ class Controller:
         self.tasks: list[Task] = []
         self.current: Task | None = None
         self.role = ""  # the pipeline member the scheduler builds or calls now (Task.role)
+        self.calling = ""  # the kind of the script op the scheduler is in now ("" between)
+        # (task, lock, call): a lock the task held across a whole call and then released
+        # itself (.held: the lock is a mutex held across slow work, not a signal)
+        self.held_across: list[tuple[Task, Any, str]] = []
         self.trace: list[Step] = []
         self.decisions: list[tuple[str, int]] = []  # ("t", tid) or ("r", random value)
         self.failures: list[Failure] = []
@@ -197,7 +211,9 @@ class Controller:
                 pulse, since = self.handoffs, real.monotonic()
             elif real.monotonic() - since >= self.wall_timeout:
                 last = self.trace[-1].label if self.trace else "its start"
-                self._add_failure(stuck(running, last, self.wall_timeout))
+                thread = self.current.thread if self.current else None
+                ident = thread.ident if thread is not None else None
+                self._add_failure(stuck(running, last, self.wall_timeout, ident))
                 break
             crawled = crawl.check(self.steps, self.now, running, self.wall_timeout, since)
             if crawled is not None:
@@ -244,7 +260,7 @@ class Controller:
         inside it is that object)."""
         starter = self.current
         role = starter.role if starter is not None and starter.role else self.role
-        task = Task(len(self.tasks), name, role)
+        task = Task(len(self.tasks), name, role, main=is_main)
         self.tasks.append(task)
         self.touch(("task", task.tid), "w")
         body = functools.partial(self._body, task, target, is_main)
@@ -417,9 +433,27 @@ class Controller:
             self._add_failure(self._clock.over_budget(self.now, self.main_done))
             self._end()
             return None
-        if len(runnable) == 1 and not self.every_step:
+        if len(runnable) == 1 and not self.every_step and not self._time_may_pass(me):
             return runnable[0]
         return self._choose(me, runnable)
+
+    def _at_gap(self, me: Task) -> bool:
+        """Whether *me* is about to retake a lock it released a few switch points ago."""
+        return (
+            me.state is _RUNNABLE
+            and me.wants is not None
+            and me.wants is me.released
+            and self.steps - me.released_at <= SECTION_GAP
+        )
+
+    def _time_may_pass(self, me: Task) -> bool:
+        """Whether :data:`TIME_PASSES` is offered now (:attr:`early_timers`)."""
+        if not self.early_timers or not self._at_gap(me):
+            return False
+        due = self.now + self.early_timers
+        return any(
+            t.state is _BLOCKED and t.deadline is not None and t.deadline <= due for t in self.tasks
+        )
 
     def _fire_timeouts(self) -> list[Task]:
         """No task can run: wake the earliest timed-out task(s) and return them, moving
@@ -431,18 +465,19 @@ class Controller:
         early), and the strategy orders them."""
         first: Task | None = None
         first_due = 0.0
-        blocked = timed = 0
+        timed = 0
         for t in self.tasks:  # one pass, in id order: the lowest id wins a tie
             if t.state is _BLOCKED:
-                blocked += 1
                 due = t.deadline
                 if due is not None:
                     timed += 1
                     if first is None or due < first_due:
                         first, first_due = t, float(due)
         if first is None:
-            if blocked:
-                stuck_ = [t for t in self.tasks if t.state is _BLOCKED]
+            stuck_ = [t for t in self.tasks if t.state is _BLOCKED]
+            if self.main_done:  # an idle pool worker outlives the script: not a hang
+                stuck_ = [t for t in stuck_ if not idle_worker(t)]
+            if stuck_:
                 self._add_failure(blocked_forever(stuck_, self.main_done, self.now))
             self._end()  # every task finished, or blocked with nothing to wake it
             return []
@@ -475,15 +510,12 @@ class Controller:
             if current is not None and self.tasks[current] not in offered:
                 current = None
         if self._sections:
-            me_ = self.tasks[current] if current is not None else None
-            self.scheduler.gap = (
-                me_ is not None
-                and me_.wants is not None
-                and me_.wants is me_.released
-                and self.steps - me_.released_at <= SECTION_GAP
-            )
+            self.scheduler.gap = current is not None and self._at_gap(self.tasks[current])
+        tids = [t.tid for t in offered]
+        if current is not None and self._time_may_pass(me):
+            tids.append(TIME_PASSES)
         try:
-            tid = self.scheduler.next_task([t.tid for t in offered], current)
+            tid = self.scheduler.next_task(tids, current)
         except AssertionError as exc:  # ScheduleDiverged: must not reach the adapter's code
             self._fail("diverged", str(exc))
             return None
@@ -491,11 +523,17 @@ class Controller:
             self.pruned = True
             self._end()
             return None
-        if len(runnable) > 1:
+        if len(runnable) > 1 or len(tids) > len(offered):
             with self._lock:  # _decide, inlined: a third of the steps choose
                 if self._frozen:
                     raise Aborted  # the execution is over: this late thread must not choose
                 self.decisions.append(("t", tid))
+        if tid == TIME_PASSES and TIME_PASSES in tids:
+            # preempted: off the CPU for early_timers virtual seconds, as if it slept, while
+            # the others run and the timers due meanwhile fire; who runs now is chosen again
+            me.state, me.blocked_on = _BLOCKED, "preempted"
+            me.deadline, me.wake_reason = self.now + self.early_timers, ""
+            return self._pick(me)
         tasks = self.tasks
         chosen = tasks[tid] if 0 <= tid < len(tasks) else None
         if chosen is None or chosen.state is not _RUNNABLE:

@@ -27,6 +27,7 @@ __all__ = [
     "ControlledRLock",
     "ControlledRuntime",
     "ControlledThread",
+    "HeldThrough",
 ]
 
 
@@ -57,6 +58,37 @@ def _deadline(ctl: Controller, timeout: float | None) -> float | None:
     return ctl.now + timeout
 
 
+class HeldThrough:
+    """``with HeldThrough(ctl, "put k"):`` around a slow call (a build, a put, a get):
+    the locks the running task held when the call began and still holds when it ends
+    were held across it (``Task.across``; a call of the adapter's, so they are its own)."""
+
+    __slots__ = ("held", "me", "what")
+
+    def __init__(self, ctl: Controller, what: str) -> None:
+        self.me = ctl.task_here()
+        self.held: tuple[ControlledLock, ...] = tuple(self.me.holding) if self.me else ()
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        for lock in self.held:
+            if lock.owner is self.me:
+                self.me.across.setdefault(id(lock), (lock, self.what))  # type: ignore[union-attr]
+
+
+def _let_go(ctl: Controller, owner: Task, lock: ControlledLock) -> None:
+    """*lock* is no longer *owner*'s: a call it was held across is noted if *owner* let
+    it go itself (a mutex; a lock released by another task was a signal)."""
+    if lock in owner.holding:
+        owner.holding.remove(lock)
+    held = owner.across.pop(id(lock), None)
+    if held is not None and ctl.task_here() is owner:
+        ctl.held_across.append((owner, lock, held[1]))
+
+
 class ControlledLock:
     """A non-reentrant lock whose waiters are blocked tasks, not blocked threads."""
 
@@ -66,12 +98,23 @@ class ControlledLock:
         self.key = ("lock", ctl.new_serial())  # what DPOR's footprints call it
         self.owner: Task | None = None
         self._waiters: list[Task] = []
+        # Who asked for it, willing to wait: (tid, the scheduler's op then, "" for a
+        # thread of the adapter's). Read after the execution (.held).
+        self.takers: set[tuple[int, str]] = set()
+        # quiet: taken without a switch point when free (a lock inside the standard
+        # library's futures and event loops, made by .control.patches: their waits and
+        # notifies stay switch points, their every acquire would only multiply the steps)
+        self.quiet = False
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
         ctl = self._ctl
         me = ctl.me()
+        if self.quiet and self.owner is None and not ctl.tracking:
+            self._take(me)
+            return True
         if blocking and timeout != 0:
             me.wants = self
+            self.takers.add((me.tid, ctl.calling if me.main else ""))
         ctl.switch_point_of(me, f"acquire {self.name}")
         me.wants = None
         if ctl.tracking:
@@ -98,6 +141,7 @@ class ControlledLock:
 
     def _take(self, me: Task) -> None:
         self.owner = me
+        me.holding.append(self)
 
     def release(self) -> None:
         if self.owner is None:
@@ -113,6 +157,7 @@ class ControlledLock:
         owner = self.owner
         if owner is not None:  # for the section gap (strategies.sections): when and what
             owner.released, owner.released_at = self, ctl.steps
+            _let_go(ctl, owner, self)
         self.owner = None
         if self._waiters:
             waiters, self._waiters = self._waiters, []
@@ -158,7 +203,7 @@ class ControlledRLock(ControlledLock):
         return True
 
     def _take(self, me: Task) -> None:
-        self.owner = me
+        super()._take(me)
         self.count = 1
 
     def release(self) -> None:
@@ -263,7 +308,8 @@ class ControlledCondition:
     def notify(self, n: int = 1) -> None:
         ctl = self._ctl
         me = ctl.me()
-        ctl.switch_point_of(me, f"notify {self.name}")
+        if not (self.lock.quiet and ctl.tracking is False):  # quiet: no switch point
+            ctl.switch_point_of(me, f"notify {self.name}")
         if ctl.tracking:
             ctl.touch(self.key, "w")
         self._check_owner(me, "notify")

@@ -10,6 +10,8 @@ the original.
 
 from __future__ import annotations
 
+import gc
+import sys
 import threading
 import time
 from _thread import LockType, allocate_lock, get_ident, start_new_thread
@@ -17,6 +19,7 @@ from _thread import _local as local_type
 from queue import SimpleQueue
 from threading import Condition, Event, Lock, RLock, Thread, current_thread
 from time import monotonic, monotonic_ns, perf_counter, perf_counter_ns, process_time, sleep
+from typing import Any
 
 __all__ = [
     "Condition",
@@ -37,6 +40,7 @@ __all__ = [
     "process_time",
     "sleep",
     "start_new_thread",
+    "thread_frames",
     "thread_is_alive",
     "thread_join",
     "thread_start",
@@ -49,3 +53,20 @@ thread_join = threading.Thread.join
 thread_is_alive = threading.Thread.is_alive
 wall_time = time.time
 wall_time_ns = time.time_ns
+
+
+def thread_frames() -> dict[int, Any]:
+    """``sys._current_frames()`` with the garbage collector held off while it runs.
+
+    CPython before 3.11.9 and 3.12.3 (gh-106883) holds the interpreter's thread-list lock
+    while it builds that dict; a collection started by one of its allocations may free a
+    ``threading.local`` caught in a reference cycle, whose ``local_clear`` takes the same
+    lock, and the process deadlocks in C (gh-102126). Seen here: a verify worker stuck for
+    good between two executions, its stage reported inconclusive after its whole budget."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return sys._current_frames()
+    finally:
+        if enabled:
+            gc.enable()

@@ -8,6 +8,7 @@ blocked, a livelock) are worded here, each saying the fix.
 
 from __future__ import annotations
 
+import concurrent.futures.thread
 import itertools
 import sys
 import threading
@@ -22,6 +23,7 @@ from . import real
 
 __all__ = [
     "SECTION_GAP",
+    "TIME_PASSES",
     "Aborted",
     "Crawl",
     "ExplorerMisuse",
@@ -50,6 +52,16 @@ SECTION_GAP = 12
 """Switch points between a task's release of a lock and its next take of the same lock
 that still make one operation split in two critical sections (a connector call and a few
 checks fit in between): :mod:`.strategies.sections` preempts in that gap."""
+
+
+TIME_PASSES = 999
+"""The choice a strategy may be offered besides the runnable tasks at a section gap
+(:attr:`Controller.early_timers`): the running task is preempted for that many virtual
+seconds (it sleeps; the timers due meanwhile fire). Never a task id (ids count up from 0
+per execution)."""
+
+
+_cf_worker = concurrent.futures.thread._worker
 
 
 class Aborted(BaseException):
@@ -87,6 +99,9 @@ class Task:
     """The thread carrier's: held by everyone but the task whose turn it is."""
     glet: Any = None
     """The greenlet carrier's: the greenlet the task runs on."""
+    loop: Any = None
+    """The greenlet carrier's: the asyncio loop running on this task when it last gave up
+    the turn (asyncio keeps one per OS thread; :mod:`.carriers` swaps it)."""
     thread: threading.Thread | None = None
     state: TaskState = TaskState.RUNNABLE
     blocked_on: str = ""
@@ -105,6 +120,13 @@ class Task:
     (:func:`creeping_deadline`); ``points``: its switch points since that block ended."""
     points: int = 0
     creeping: int = 0
+    main: bool = False
+    """The scheduler's task (the one that runs the script)."""
+    holding: list[Any] = field(default_factory=list)
+    """The controlled locks this task owns now, oldest first (:mod:`.held`)."""
+    across: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    """Locks this task has held across a whole build, put or get and not yet released,
+    by ``id``: ``(lock, the call)`` (:mod:`.held`)."""
 
     def __repr__(self) -> str:
         return f"Task({self.tid}, {self.name!r}, {self.state.value})"
@@ -184,8 +206,16 @@ def task_failure(exc: BaseException, name: str, is_main: bool, now: float) -> Fa
     )
 
 
-def stuck(running: str, last: str, wall_timeout: float) -> Failure:
-    """Thread *running* did not come back within *wall_timeout* real seconds after *last*."""
+def stuck(running: str, last: str, wall_timeout: float, ident: int | None = None) -> Failure:
+    """Thread *running* did not come back within *wall_timeout* real seconds after *last*
+    (*ident*: its OS thread, where the explorer looks for what it is blocked in)."""
+    loop = _event_loop_wait(ident)
+    if loop is not None:
+        return Failure(
+            "uncontrolled",
+            f"thread {running!r} did not come back to the explorer within "
+            f"{wall_timeout:.1f} s (real time) after '{last}': {loop}",
+        )
     return Failure(
         "uncontrolled",
         f"thread {running!r} did not come back to the explorer within "
@@ -194,6 +224,30 @@ def stuck(running: str, last: str, wall_timeout: float) -> Failure:
         "execution, a socket, a C extension...). Route it through the runtime, or "
         "substitute its module (--substitute MODULE), or give the factory a runtime=.",
     )
+
+
+def _event_loop_wait(ident: int | None) -> str | None:
+    """What to say when thread *ident* waits in an event loop the explorer does not
+    control (:mod:`.loops` controls asyncio's own loop, with the selector it makes)."""
+    frame = real.thread_frames().get(ident) if ident is not None else None
+    modules: list[str] = []
+    while frame is not None and len(modules) < 200:
+        modules.append(str(frame.f_globals.get("__name__", "")))
+        frame = frame.f_back
+    if any(m == "uvloop" or m.startswith("uvloop.") for m in modules):
+        return (
+            "it waits in an asyncio event loop written in C (uvloop), which the explorer "
+            "does not control. Under verify, let the adapter run on asyncio's own loop "
+            "(no uvloop policy, asyncio.new_event_loop()): that loop is controlled."
+        )
+    if "selectors" in modules and any(m.startswith("asyncio.") for m in modules):
+        return (
+            "it waits in an asyncio event loop whose selector is a real one (the loop was "
+            "made before the adapter was built, or given a selector of its own), which "
+            "the explorer does not control. Make the loop in the adapter, after it is "
+            "built, with asyncio.new_event_loop(): that loop is controlled."
+        )
+    return None
 
 
 CRAWL_STEPS = 1_000
@@ -294,6 +348,14 @@ def foreign(seen: list[str]) -> Failure:
         "it did not patch, a thread made before the execution). Name that module with "
         "--substitute MODULE (substitute=[...]), or give the factory a runtime= keyword.",
     )
+
+
+def idle_worker(task: Task) -> bool:
+    """Whether *task* is a ``ThreadPoolExecutor`` worker waiting for work (the pool an
+    asyncio loop's ``run_in_executor`` starts, left to the interpreter's exit): idle, not
+    hung; the interpreter's exit hands it the sentinel that ends it."""
+    target = getattr(task.thread, "_target", None) if task.thread is not None else None
+    return target is _cf_worker and task.blocked_on.startswith("get SimpleQueue")
 
 
 def blocked_forever(blocked: list[Task], main_done: bool, now: float) -> Failure:

@@ -15,6 +15,7 @@ from typing import Any
 from ...connectors.base import Connector, ConnectorWrapper, Subscribe, subscription
 from .controller import Controller
 from .footprint import HIST_ALL, PROGRESS, RECV, SEND, hist, request_of
+from .primitives import HeldThrough
 
 __all__ = ["ExplorerBuilder", "ExplorerConnector"]
 
@@ -75,7 +76,8 @@ class ExplorerConnector(ConnectorWrapper):
             ctl.touch(PROGRESS, "c")
             ctl.touch(("subscribers",), "r")
         try:
-            self.inner.put(key, value)
+            with HeldThrough(ctl, f"put {key}"):
+                self.inner.put(key, value)
         except Exception as exc:
             ctl.touch(("faults", "put"), "w")
             ctl.note(f"  put {key} raised {exc!r}")
@@ -87,7 +89,8 @@ class ExplorerConnector(ConnectorWrapper):
         if ctl.tracking:
             self._touch(key, self._get_mode, "get")
         try:
-            value = self.inner.get(key)
+            with HeldThrough(ctl, f"get {key}"):
+                value = self.inner.get(key)
         except Exception as exc:
             ctl.touch(("faults", "get"), "w")
             ctl.note(f"  get {key} raised {exc!r}")
@@ -117,7 +120,8 @@ class ExplorerBuilder:
             ctl.touch(HIST_ALL, "r")
             ctl.touch(PROGRESS, "c")
         try:
-            return self.inner(request_id, snapshot, is_final)
+            with HeldThrough(ctl, f"build_payload({request_id!r})"):
+                return self.inner(request_id, snapshot, is_final)
         except Exception as exc:
             ctl.note(f"  build raised {exc!r}")
             raise

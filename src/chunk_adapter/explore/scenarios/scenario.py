@@ -261,6 +261,12 @@ class Scenario:
     liveness: float = 0.0
     """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
     owed (0: it stops once quiet, as the library's scenarios always did)."""
+    preempt: float = 0.0
+    """A thread preempted between two critical sections of one lock may stay off the CPU
+    until a timer due within this many virtual seconds fires (a strategy's choice, as a
+    loaded machine preempts a thread for a few milliseconds): a thread asleep then gets
+    into the gap (:attr:`~..runtime.controller.Controller.early_timers`). 0: timers fire
+    only when no thread can run (the library's scenarios, DPOR, the proofs)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):

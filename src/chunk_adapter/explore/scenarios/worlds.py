@@ -84,6 +84,12 @@ its next call lands at a drawn point of the adapter threads' work, not only afte
 LONG = 10.0
 """A fault this long or longer makes the world event-driven (see :func:`worlds`)."""
 
+PREEMPT = 0.01
+"""Virtual seconds a thread preempted at a section gap may stay off the CPU
+(``Scenario.preempt``): a RECV thread in its 1 ms polling pause or a call's latency, a
+scheduler in its think time, gets into the gap. Small beside every timing bound the
+oracles use (R3's 0.5 s), so no call looks slow for it."""
+
 LIVENESS = 2.0
 """Virtual seconds after the faults end by which everything owed must have happened."""
 
@@ -340,6 +346,7 @@ def worlds(draw: Any) -> Scenario:
         busy=_pick(draw, BUSY),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
+        preempt=PREEMPT,
     )
 
 

@@ -14,7 +14,11 @@ back. This strategy does both, on purpose and for every lock alike:
   (:attr:`Strategy.gap`, set by the controller), it switches, half of the time, to
   another runnable thread and keeps that one running for a random stretch of
   switch points, so it can do a whole operation (a commit, a cleanup, a poll)
-  before the first thread resumes.
+  before the first thread resumes;
+* where the controller offers :data:`~chunk_adapter.explore.runtime.tasks.TIME_PASSES`
+  at the gap (generated worlds: a thread asleep for a polling pause or a call's
+  latency would wake within a few milliseconds), that is one of the choices: the
+  thread stays off the CPU a few virtual milliseconds while the others run.
 
 Like :class:`~.uniform.RandomStrategy`, execution *i* of a seed is reproducible on
 its own, and its replay string reproduces it without the seed.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from ..runtime.tasks import TIME_PASSES
 from .base import Strategy
 
 __all__ = ["SectionStrategy"]
@@ -56,17 +61,19 @@ class SectionStrategy(Strategy):
 
     def next_task(self, runnable: Sequence[int], current: int | None) -> int:
         rng = self._rng
+        others = [t for t in runnable if t != current and t != TIME_PASSES]
         if self._stick is not None and self._left > 0 and self._stick in runnable:
             self._left -= 1
             return self._stick
         self._stick = None
-        others = [t for t in runnable if t != current]
         if current is None or current not in runnable:
-            return rng.choice(list(runnable))
-        if self.gap and others and rng.random() < 0.5:
-            self._stick = rng.choice(others)
-            self._left = rng.randint(*STRETCH)
-            return self._stick
+            return rng.choice([t for t in runnable if t != TIME_PASSES])
+        switch = others + [TIME_PASSES] * (TIME_PASSES in runnable)
+        if self.gap and switch and rng.random() < 0.5:
+            chosen = rng.choice(switch)
+            if chosen != TIME_PASSES:  # preempted for a while: the others run meanwhile
+                self._stick, self._left = chosen, rng.randint(*STRETCH)
+            return chosen
         if others and rng.random() < 0.05:
             return rng.choice(others)
         return current

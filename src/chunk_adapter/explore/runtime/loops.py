@@ -1,0 +1,133 @@
+"""An asyncio event loop under the explorer: its selector waits on the virtual clock.
+
+An adapter that runs an asyncio loop in a thread of its own spends that thread's idle
+time in ``selector.select(timeout)``: a real ``epoll`` wait, which the explorer could
+neither interrupt nor time. While an exploration runs, ``selectors.DefaultSelector``
+made by a task (the one ``asyncio.new_event_loop()`` makes) is a
+:class:`ControlledSelector`:
+
+* ``select(timeout)`` is a switch point (but for a zero timeout: the loop polls between
+  its callbacks, each a switch point already); it returns what the real selector has
+  ready at once (a zero-timeout poll), else the task blocks in virtual time until the
+  timeout (the loop's next ``call_later`` / ``asyncio.sleep`` / ``wait_for``
+  deadline, read from the routed ``time.monotonic``) or until it is woken;
+* a ``call_soon_threadsafe`` from any task wakes it: the loop's ``_write_to_self``
+  still writes its byte to the real self-pipe, then wakes the selector's task
+  (:func:`wake_after_write`);
+* every ready callback (``Handle._run``) that runs the code under test (a task's step,
+  a ``call_soon_threadsafe`` of the adapter's) is a switch point
+  (:func:`before_callback`): another task may run between two of them, as another thread
+  may between any two bytecodes of the loop's thread; the library's own plumbing
+  callbacks are not. Callbacks keep the order asyncio gives them.
+
+``run_in_executor`` and ``asyncio.to_thread`` workers are ``ThreadPoolExecutor``
+threads, already tasks (:mod:`..control.patches`); ``asyncio.Queue``, ``Lock``,
+``Event`` and ``Condition`` live on one loop and switch only at its callbacks.
+
+Not controlled, and said so: a loop that waits for real I/O (a socket, a pipe of its
+own) blocks in virtual time with nothing to wake it, reported as such; an event loop
+written in C (uvloop) never calls this selector, its thread is reported uncontrolled.
+"""
+
+from __future__ import annotations
+
+import selectors
+from typing import Any
+
+from .controller import Controller
+from .tasks import Task
+
+__all__ = ["ControlledSelector", "before_callback", "wake_after_write"]
+
+_PLUMBING = ("asyncio.", "concurrent.futures.")
+"""Callbacks of the standard library's own plumbing (a future's state copied across, the
+self-pipe read): no switch point before them, as between any two of its statements; a
+task's step and the code under test's callbacks get one."""
+
+WAIT = "select (asyncio loop: until a timer, call_soon_threadsafe or real I/O)"
+
+
+class ControlledSelector(selectors.BaseSelector):
+    """A real selector whose waits are the explorer's (module doc)."""
+
+    def __init__(self, ctl: Controller, inner: selectors.BaseSelector, name: str) -> None:
+        self._ctl = ctl
+        self._inner = inner
+        self.name = name
+        self.key = ("selector", ctl.new_serial())  # what DPOR's footprints call it
+        self._waiter: Task | None = None  # the loop's task while it waits in select()
+        self._woken = False  # a write to the self-pipe since the last select()
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.register(fileobj, events, data)
+
+    def unregister(self, fileobj: Any) -> selectors.SelectorKey:
+        return self._inner.unregister(fileobj)
+
+    def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
+        return self._inner.modify(fileobj, events, data)
+
+    def get_map(self) -> Any:
+        return self._inner.get_map()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ctl = self._ctl
+        me = ctl.me()
+        if timeout != 0:  # a zero timeout polls between callbacks, each a switch point
+            shown = "none" if timeout is None else f"{timeout:.4g}"
+            ctl.switch_point_of(me, f"select {self.name} timeout={shown}")
+        ctl.touch(self.key, "w")
+        deadline = None if timeout is None else ctl.now + max(0.0, timeout)
+        while True:
+            ready = self._inner.select(0)
+            if ready or self._woken:
+                self._woken = False
+                return ready
+            if deadline is not None and ctl.now >= deadline:
+                return []
+            self._waiter = me
+            try:
+                ctl.block(f"{WAIT} {self.name}", deadline)
+            finally:
+                self._waiter = None
+            ctl.touch(self.key, "w")
+
+    def wake(self) -> None:
+        """Something was written to the loop's self-pipe: end its wait."""
+        self._woken = True
+        self._ctl.touch(self.key, "w")
+        waiter = self._waiter
+        if waiter is not None:
+            self._ctl.wake(waiter, "woken")
+
+
+def wake_after_write(original: Any) -> Any:
+    """``BaseSelectorEventLoop._write_to_self`` that also wakes a controlled selector."""
+
+    def _write_to_self(loop: Any) -> None:
+        original(loop)
+        selector = getattr(loop, "_selector", None)
+        if isinstance(selector, ControlledSelector):
+            selector.wake()
+
+    return _write_to_self
+
+
+def before_callback(original: Any, active: Any) -> Any:
+    """``asyncio.events.Handle._run`` with a switch point before the callback, on a task
+    of the execution in progress (*active*: :data:`..control.patches.ACTIVE`)."""
+
+    def _run(handle: Any) -> None:
+        rt = active.runtime
+        if rt is not None and rt.ctl.is_task():
+            callback = getattr(handle, "_callback", None)
+            home = getattr(callback, "__module__", None) or ""
+            if not home.startswith(_PLUMBING):  # a task's step, the code under test's
+                name = getattr(callback, "__qualname__", None) or type(callback).__name__
+                rt.ctl.switch_point(f"asyncio callback {name}")
+        original(handle)
+
+    return _run
