@@ -26,7 +26,8 @@ Two details keep the contract's edges:
 ``stop()`` sets the stop flag, wakes both tasks through the loop and joins the loop
 thread against ``join_timeout`` (1 s); the loop stops itself once both tasks have
 returned, so a put that started before ``stop()`` ends before ``stop()`` returns
-unless it is blocked (then the daemon threads are abandoned, and the blocked
+unless it is blocked (then the loop stops at half the join timeout all the same, its
+thread ends, the blocked worker, a daemon, is abandoned, and the blocked
 executor worker is taken off ``concurrent.futures``' exit-time join list so it
 cannot hold the interpreter open). Factory: ``tests.quality.correct.asyncio_loop:make``.
 """
@@ -419,6 +420,11 @@ class AsyncioLoopAdapter:
         if first:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 self._loop.call_soon_threadsafe(self._wake_all)
+                # a task awaiting a build, put or get blocked forever never returns: the
+                # loop stops anyway before the deadline, and only the blocked worker lives on
+                self._loop.call_soon_threadsafe(
+                    self._loop.call_later, self.join_timeout / 2, self._loop.stop
+                )
         if self._thread is not threading.current_thread():
             self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():  # blocked in a build, a put or a get: abandoned

@@ -90,6 +90,11 @@ class _Side:
         finally:
             self.loop.close()  # shuts the pool down too (it is the default executor)
 
+    def stop_within(self, seconds: float) -> None:
+        """Stop the loop after *seconds* even if its task has not returned (it awaits a
+        call blocked forever): the thread ends, the blocked worker is abandoned."""
+        self.call(lambda: self.loop.call_later(seconds, self.loop.stop) and None)
+
     def call(self, callback: Callable[[], None]) -> bool:
         """Run *callback* on this side's loop; False once the loop is closed."""
         try:
@@ -356,6 +361,8 @@ class AsyncioSidesAdapter:
         if first:
             self._send_side.call(self._wake_sender)
             self._recv_side.call(self._polling_ready.set)
+            for side in (self._send_side, self._recv_side):
+                side.stop_within(self.join_timeout / 2)
         for side in (self._send_side, self._recv_side):
             if side.thread is not threading.current_thread():
                 side.thread.join(max(0.0, deadline - time.monotonic()))
