@@ -139,9 +139,11 @@ def _foreign(rt: ControlledRuntime, frame: FrameType) -> None:
 
 QUIET = ("concurrent.futures", "asyncio")
 """Standard-library packages whose own locks are taken without a switch point when free
-(``ControlledLock.quiet``): a ``Future`` takes its condition's lock a few times per result,
-an event loop's executor round trip a dozen times, and a polling asyncio adapter ran out
-of the step budget on them; their waits and notifies stay switch points."""
+(``ControlledLock.quiet``), and whose ``SimpleQueue`` (an executor's work queue) is put to
+and got from without one unless the get must wait: a ``Future`` takes its condition's
+lock a few times per result, an event loop's executor round trip a dozen times, and a
+polling asyncio adapter ran out of the step budget on them; their waits and notifies
+stay switch points."""
 
 
 def _quiet(lock: Any, depth: int = 2) -> Any:
@@ -197,7 +199,7 @@ class SimpleQueue(metaclass=_Routed):
         rt = controlling()
         if rt is None:
             return real.SimpleQueue()
-        return ControlledSimpleQueue(rt.ctl, rt._name("SimpleQueue"))
+        return _quiet(ControlledSimpleQueue(rt.ctl, rt._name("SimpleQueue")))
 
 
 _REAL_SELECTOR = selectors.DefaultSelector

@@ -30,6 +30,9 @@ class ControlledSimpleQueue:
         self.key = ("queue", ctl.new_serial())  # what DPOR's footprints call it
         self._items: deque[Any] = deque()
         self._getters: list[Task] = []  # tasks blocked in get(); a put wakes them all
+        # quiet: a put, and a get that finds an item, are no switch points (the work queue
+        # of a ThreadPoolExecutor: the standard library's plumbing, .control.patches.QUIET)
+        self.quiet = False
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         ctl = self._ctl
@@ -38,7 +41,8 @@ class ControlledSimpleQueue:
             # the wake-up None after the execution ended. Nobody is left to wake.
             self._items.append(item)
             return
-        ctl.switch_point(f"put {self.name}")
+        if not (self.quiet and not ctl.tracking):
+            ctl.switch_point(f"put {self.name}")
         ctl.touch(self.key, "w")
         self._items.append(item)
         getters, self._getters = self._getters, []
@@ -50,7 +54,8 @@ class ControlledSimpleQueue:
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         ctl = self._ctl
-        ctl.switch_point(f"get {self.name} timeout={timeout}")
+        if not (self.quiet and self._items and not ctl.tracking):
+            ctl.switch_point(f"get {self.name} timeout={timeout}")
         ctl.touch(self.key, "w")
         if timeout is not None and timeout < 0:
             raise ValueError(f"'timeout' must be a non-negative number, got {timeout!r}")
