@@ -42,11 +42,10 @@ def lock_failures(ctl: Controller) -> list[Failure]:
     one per lock, the first call it was held across."""
     found: list[Failure] = []
     judged: set[int] = set()
-    by_tid = {t.tid: t for t in ctl.tasks}
     for holder, lock, call in ctl.held_across:
         if id(lock) in judged:
             continue
-        others = [(by_tid[tid], op) for tid, op in sorted(lock.takers) if tid != holder.tid]
+        others = [(ctl.tasks[tid], op) for tid, op in sorted(lock.takers) if tid != holder.tid]
         build = call.startswith("build_payload")
         failure = None
         for task, op in others:

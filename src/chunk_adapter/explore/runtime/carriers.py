@@ -387,7 +387,6 @@ def choose(runtime: str, modules: Iterable[ModuleType]) -> tuple[str, str]:
                 f"{module.__name__} uses thread-local storage, which greenlets on one "
                 "thread would share"
             )
-
     return "greenlet", "the adapter's threads become greenlets"
 
 

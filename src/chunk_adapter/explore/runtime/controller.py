@@ -433,9 +433,10 @@ class Controller:
             self._add_failure(self._clock.over_budget(self.now, self.main_done))
             self._end()
             return None
-        if len(runnable) == 1 and not self.every_step and not self._time_may_pass(me):
+        may_pass = self._time_may_pass(me)
+        if len(runnable) == 1 and not self.every_step and not may_pass:
             return runnable[0]
-        return self._choose(me, runnable)
+        return self._choose(me, runnable, may_pass)
 
     def _at_gap(self, me: Task) -> bool:
         """Whether *me* is about to retake a lock it released a few switch points ago."""
@@ -501,8 +502,9 @@ class Controller:
             self.touch(TIME_PASSED, "w")
         return group
 
-    def _choose(self, me: Task, runnable: list[Task]) -> Task | None:
-        """Ask the strategy which of *runnable* runs next (and record the decision)."""
+    def _choose(self, me: Task, runnable: list[Task], may_pass: bool) -> Task | None:
+        """Ask the strategy which of *runnable* runs next (and record the decision);
+        *may_pass*: :data:`TIME_PASSES` is one of the choices (:meth:`_time_may_pass`)."""
         current = me.tid if me.state is _RUNNABLE else None
         offered = runnable
         if self.tracker is not None:  # DPOR: not a task that would only block on a lock
@@ -512,7 +514,7 @@ class Controller:
         if self._sections:
             self.scheduler.gap = current is not None and self._at_gap(self.tasks[current])
         tids = [t.tid for t in offered]
-        if current is not None and self._time_may_pass(me):
+        if current is not None and may_pass:
             tids.append(TIME_PASSES)
         try:
             tid = self.scheduler.next_task(tids, current)

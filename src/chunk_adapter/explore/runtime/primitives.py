@@ -308,7 +308,7 @@ class ControlledCondition:
     def notify(self, n: int = 1) -> None:
         ctl = self._ctl
         me = ctl.me()
-        if not (self.lock.quiet and ctl.tracking is False):  # quiet: no switch point
+        if not self.lock.quiet or ctl.tracking:  # quiet: no switch point (but for DPOR)
             ctl.switch_point_of(me, f"notify {self.name}")
         if ctl.tracking:
             ctl.touch(self.key, "w")
