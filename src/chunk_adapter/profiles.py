@@ -14,7 +14,9 @@ hunt     1800 s  1000      60     10 s      5000    2000      5       all     re
 and "steps" the state machines' Hypothesis settings; "liveness" the harness's
 bound on any single wait (a wait that runs out is a liveness violation);
 "worlds" how many generated worlds the ``simulate`` stage runs (``explore.engine.simulate``);
-"explorer" the executions per library scenario and strategy; "proofs" how many
+"explorer" the executions per library scenario and strategy (and, with them, a
+budget of 20,000 switch points an execution on average: a count too,
+``explore.stages.explore.STEPS_PER_EXECUTION``); "proofs" how many
 of the explorer's proof scenarios (``explore.scenarios.library.PROVE``, cheapest first,
 five in all) the explore stage tries to prove after its seeded runs; "stress"
 whether the stress stage runs every scenario or one of each kind. The state

@@ -134,3 +134,35 @@ def test_the_reference_adapter_passes_every_scenario_run() -> None:
     runs = PROFILES["quick"].explore_runs
     assert all(r.coverage == f"{runs} of {runs} executions" for r in results)
     assert all("white-box" in r.evidence for r in results)
+
+
+def test_a_run_that_spends_its_step_budget_stops_there_the_same_every_time() -> None:
+    from chunk_adapter.explore.engine.explorer import explore
+    from chunk_adapter.explore.scenarios.library import LIBRARY
+    from chunk_adapter.explore.strategies import RandomStrategy
+
+    scenario = LIBRARY["pipeline/q6-idle-polling"]  # ~1,000 switch points an execution
+    whole = explore(scenario, RandomStrategy(seed=0, executions=6))
+    assert whole.executions == 6 and not whole.out_of_steps
+    per_execution = whole.steps / whole.executions
+    cut = [
+        explore(scenario, RandomStrategy(seed=0, executions=6), step_budget=int(2 * per_execution))
+        for _ in range(2)
+    ]
+    # the budget is checked before each execution: it stops after the one that spent it
+    assert cut[0].executions == cut[1].executions in (2, 3), [r.summary() for r in cut]
+    assert all(r.out_of_steps and r.ok and r.steps >= 2 * per_execution - 1 for r in cut)
+
+
+def test_a_stage_run_cut_by_its_step_budget_passes_and_says_how_far_it_went(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chunk_adapter.explore.stages import explore as explore_stage
+
+    monkeypatch.setattr(explore_stage, "STEPS_PER_EXECUTION", 20)  # below any execution's
+    results = stage("chunk_adapter.adapter:ChunkAdapter")
+    assert verdicts(results) == {"pass"}, [(r.name, r.verdict, r.evidence) for r in results]
+    runs = PROFILES["quick"].explore_runs
+    for r in results:
+        done = int(r.coverage.split(" of ")[0])
+        assert done < runs and "step budget" in r.coverage, r.coverage

@@ -425,8 +425,14 @@ class AsyncioLoopAdapter:
                 self._loop.call_soon_threadsafe(
                     self._loop.call_later, self.join_timeout / 2, self._loop.stop
                 )
-        if self._thread is not threading.current_thread():
-            self._thread.join(max(0.0, deadline - time.monotonic()))
+        me = threading.current_thread()
+        # then the workers: the pools are shut down without waiting (the loop's thread
+        # must not wait for a blocked one), so an idle worker is still on its way out
+        pools = (self._save_pool, self._recv_pool)
+        workers = [w for pool in pools for w in list(getattr(pool, "_threads", ()))]
+        for thread in [self._thread, *workers]:
+            if thread is not me:
+                thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():  # blocked in a build, a put or a get: abandoned
             _forget_workers(self._save_pool)
             _forget_workers(self._recv_pool)

@@ -103,6 +103,14 @@ class _Side:
             return False
         return True
 
+    def join(self, deadline: float) -> None:
+        """Join the loop's thread, then its worker (``loop.close()`` shuts the pool down
+        without waiting: an idle worker is still on its way out), by *deadline*."""
+        me = threading.current_thread()
+        for thread in [self.thread, *getattr(self.pool, "_threads", ())]:
+            if thread is not me:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
     def forget_blocked_worker(self) -> None:
         """Called when stop() gives up on this side: a worker blocked forever must not
         hold the interpreter open at exit."""
@@ -364,8 +372,7 @@ class AsyncioSidesAdapter:
             for side in (self._send_side, self._recv_side):
                 side.stop_within(self.join_timeout / 2)
         for side in (self._send_side, self._recv_side):
-            if side.thread is not threading.current_thread():
-                side.thread.join(max(0.0, deadline - time.monotonic()))
+            side.join(deadline)
             if side.thread.is_alive():
                 side.forget_blocked_worker()
 

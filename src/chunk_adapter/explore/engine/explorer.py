@@ -53,6 +53,10 @@ class Report:
     """Run under :class:`ProofStrategy`: ``complete`` means every trace was checked."""
     runtime: str = ""
     """What carried the tasks, and why: ``"greenlet (the adapter's threads ...)"``."""
+    steps: int = 0
+    """Switch points over every execution run."""
+    out_of_steps: bool = False
+    """The run ended because its ``step_budget`` was spent (a count: the same every run)."""
 
     @property
     def verdict(self) -> str:
@@ -146,6 +150,7 @@ def explore(
     checker: Checker | Any | None = _DEFAULT,
     max_executions: int | None = None,
     time_budget: float | None = None,
+    step_budget: int | None = None,
     max_steps: int = 50_000,
     wall_timeout: float = 20.0,
     substitute: Substitute = (),
@@ -173,17 +178,22 @@ def explore(
     if not isinstance(strategy, Strategy):
         raise TypeError(f"explore() takes a Strategy (DfsStrategy(), ...), got {strategy!r}")
     setup = _setup(factory, checker, max_steps, wall_timeout, substitute, runtime)
-    executions = 0
+    executions = steps = 0
+    out_of_steps = False
     failure: Execution | None = None
     start = time.perf_counter()
     with prepared(setup):
         while max_executions is None or executions < max_executions:
             if time_budget is not None and time.perf_counter() - start > time_budget:
                 break
+            if step_budget is not None and steps >= step_budget:
+                out_of_steps = True
+                break
             if not strategy.start_execution():
                 break
             executions += 1
             execution = run_once(scenario, strategy, setup, every_step=strategy.every_step)
+            steps += execution.steps
             if not execution.ok:
                 failure = execution
                 break
@@ -199,6 +209,8 @@ def explore(
         traces=getattr(strategy, "traces", None),
         proof=bool(getattr(strategy, "proof", False)),
         runtime=f"{setup.runtime} ({setup.runtime_reason})" if setup.runtime_reason else "",
+        steps=steps,
+        out_of_steps=out_of_steps,
     )
     if failure is not None and save_failure:
         report.saved_to = _save(report)

@@ -12,8 +12,10 @@ made by a task (the one ``asyncio.new_event_loop()`` makes) is a
   timeout (the loop's next ``call_later`` / ``asyncio.sleep`` / ``wait_for``
   deadline, read from the routed ``time.monotonic``) or until it is woken;
 * a ``call_soon_threadsafe`` from any task wakes it: the loop's ``_write_to_self``
-  still writes its byte to the real self-pipe, then wakes the selector's task
-  (:func:`wake_after_write`);
+  wakes the selector's task instead of writing a byte to the real self-pipe
+  (:func:`wake_after_write`), and while the self-pipe is all the loop watches no real
+  ``epoll`` is asked at all: three system calls per round trip cost more than the
+  rest of the step;
 * every ready callback (``Handle._run``) that runs the code under test (a task's step,
   a ``call_soon_threadsafe`` of the adapter's) is a switch point
   (:func:`before_callback`): another task may run between two of them, as another thread
@@ -57,15 +59,32 @@ class ControlledSelector(selectors.BaseSelector):
         self.key = ("selector", ctl.new_serial())  # what DPOR's footprints call it
         self._waiter: Task | None = None  # the loop's task while it waits in select()
         self._woken = False  # a write to the self-pipe since the last select()
+        self._real: set[Any] = set()  # what is registered besides the loop's self-pipe
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        return self._inner.register(fileobj, events, data)
+        key = self._inner.register(fileobj, events, data)
+        self._note(key)
+        return key
 
     def unregister(self, fileobj: Any) -> selectors.SelectorKey:
-        return self._inner.unregister(fileobj)
+        key = self._inner.unregister(fileobj)
+        self._real.discard(key.fd)
+        return key
 
     def modify(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
-        return self._inner.modify(fileobj, events, data)
+        key = self._inner.modify(fileobj, events, data)
+        self._note(key)
+        return key
+
+    def _note(self, key: selectors.SelectorKey) -> None:
+        """Whether *key* is real I/O or the loop's self-pipe (its reader is
+        ``_read_from_self``; nothing is written to it, :func:`wake_after_write`)."""
+        reader = key.data[0] if isinstance(key.data, tuple) and key.data else None
+        callback = getattr(reader, "_callback", None)
+        if getattr(callback, "__name__", None) == "_read_from_self":
+            self._real.discard(key.fd)
+        else:
+            self._real.add(key.fd)
 
     def get_map(self) -> Any:
         return self._inner.get_map()
@@ -82,7 +101,7 @@ class ControlledSelector(selectors.BaseSelector):
         ctl.touch(self.key, "w")
         deadline = None if timeout is None else ctl.now + max(0.0, timeout)
         while True:
-            ready = self._inner.select(0)
+            ready = self._inner.select(0) if self._real else []
             if ready or self._woken:
                 self._woken = False
                 return ready
@@ -105,13 +124,15 @@ class ControlledSelector(selectors.BaseSelector):
 
 
 def wake_after_write(original: Any) -> Any:
-    """``BaseSelectorEventLoop._write_to_self`` that also wakes a controlled selector."""
+    """``BaseSelectorEventLoop._write_to_self`` that wakes a controlled selector instead of
+    writing to the self-pipe (which it never reads: :meth:`ControlledSelector.select`)."""
 
     def _write_to_self(loop: Any) -> None:
-        original(loop)
         selector = getattr(loop, "_selector", None)
         if isinstance(selector, ControlledSelector):
             selector.wake()
+        else:
+            original(loop)
 
     return _write_to_self
 
