@@ -4,6 +4,11 @@
 the scheduler's ``save_async``, ``cancel_sender`` and ``flush``, and the SAVE
 thread's loop. The state it uses (``_send_lock``, ``_fifo`` ...) is created
 and documented in ``ChunkAdapter.__init__``.
+
+Over 400 lines, and one module because the SAVE loop's steps (snapshot, cancel check,
+build, put, retry, forget) share the per-stream state and its lock; split, each half
+would reach into the other's state, and the lock's comments would live apart from the
+code that takes it.
 """
 
 from __future__ import annotations

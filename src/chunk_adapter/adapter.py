@@ -5,6 +5,10 @@ The scheduler thread calls ``save_async``, ``cancel_sender``, ``load_async``,
 payloads and puts them, a RECV thread gets chunks and commits them. This
 module builds the adapter and stops it; the two halves live in
 :mod:`._adapter_send` and :mod:`._adapter_recv`.
+
+Over 400 lines, and one module because the constructor creates and documents every lock,
+condition and piece of state both halves use (each commented where it is made, house
+style), with validation of every option; the halves themselves are apart.
 """
 
 from __future__ import annotations

@@ -51,6 +51,10 @@ permanent ``KeyOccupied``. The adapter retries none of them.
 
 redis-py is imported when the first connector is made; without it, the error
 says ``pip install 'chunk-adapter[redis]'``.
+
+Over 400 lines, and one module because one connector class with its framing, claims and
+TTL handling; the claims and parts already live in :mod:`._redis_claims` and
+:mod:`._redis_parts`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ placed at the put being aligned (``Violation.at``); liveness ones at ``None``.
 Before the puts, every build is checked on its own: ``build_payload`` must be
 given an object equal to a snapshot saved for the request (R4, placed at the
 build, the earliest event that shows a missing snapshot).
+
+Over 400 lines, and one module because the alignment is one walk with one cursor per
+stream; its explanations of a passed-over save (cancel, failed build, ``None``, failed
+puts) read and move that cursor, so they stay beside it.
 """
 
 from __future__ import annotations

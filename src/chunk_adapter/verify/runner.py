@@ -7,6 +7,10 @@ stage gets its share of what is left, plans its work inside it and reports
 coverage. A worker that had to be killed past its deadline is *inconclusive*,
 never a violation: a stuck call is named by the worker's own per-call
 watchdog (:mod:`.watchdog`) before that.
+
+Over 400 lines, and one module because the budget sharing, the worker lifecycle and the
+verdict of a killed worker are one loop over the stages; the worker, watchdog, report
+and stage table are apart.
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ must not leave a controlled primitive in a module for the next execution), from
 ``logging`` and from the explorer's own machinery (history, connectors,
 oracles). Names bound by ``from threading import Lock`` elsewhere are rebound by
 :mod:`.substitute`.
+
+Over 400 lines, and one module because every router installed and the one
+``installed()`` that puts them in place and takes them out must be read together: a
+router left out of the table or out of the undo is a patch that leaks into the next
+execution.
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ livelock when virtual time stood nearly still over the last of them (a busy
 loop) or a thread ran on after the script ended, and as a long execution
 (no verdict) when time kept moving (an adapter that polls at its pace in a
 scenario that takes long).
+
+Over 400 lines, and one module because the scheduling core (switch points, blocking,
+virtual time, the hand-off, the step clock) is one state machine over one task table;
+the types it deals in (:mod:`.tasks`), what carries tasks (:mod:`.carriers`) and the
+primitives are already apart.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Kept apart from :mod:`.controller` so the primitives and strategies can name
 these types without the scheduling core. The failures the controller diagnoses
 itself (a thread that does not come back, threads it does not run, every task
 blocked, a livelock) are worded here, each saying the fix.
+
+Over 400 lines, and one module because it is the explorer's vocabulary (tasks, steps,
+failures and their wording); the failure messages, each naming its fix, are most of its
+length.
 """
 
 from __future__ import annotations

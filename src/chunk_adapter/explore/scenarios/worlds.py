@@ -24,6 +24,10 @@ The one usage rule of the contract is kept: a request that was cancelled gets
 its final chunk saved. Every strategy here shrinks towards the simplest world
 (a 2-stage pipeline at stages 0 and 1, no options, few ops, short faults), so a
 failing world shrinks as far as the bug lets it.
+
+Over 400 lines, and one module because the world is one Hypothesis composite: topology,
+program, pace and faults are drawn in one order that shrinking depends on, so the draws
+stay in one file.
 """
 
 from __future__ import annotations
