@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ..connectors.base import Connector
 from ..connectors.memory import MemoryConnector
@@ -32,13 +32,18 @@ __all__ = ["CONNECTORS", "run_bench", "unavailable"]
 Makers = tuple[Callable[[], Connector], Callable[[], Connector] | None]
 
 
+class _Closable(Connector, Protocol):
+    def close(self) -> None: ...
+
+
 @contextmanager
-def _shm() -> Iterator[Makers]:
-    made: list[SharedMemoryConnector] = []
-    run = uuid.uuid4().hex[:8]
+def _closing(build: Callable[[int, bool], _Closable]) -> Iterator[Makers]:
+    """Makers of connectors ``build(n, notify)`` makes (the *n*-th made), each closed
+    at the end."""
+    made: list[_Closable] = []
 
     def make(notify: bool) -> Connector:
-        made.append(SharedMemoryConnector(f"bench{run}n{len(made)}", notify=notify))
+        made.append(build(len(made), notify))
         return made[-1]
 
     try:
@@ -49,23 +54,24 @@ def _shm() -> Iterator[Makers]:
 
 
 @contextmanager
+def _shm() -> Iterator[Makers]:
+    run = uuid.uuid4().hex[:8]
+    with _closing(lambda n, notify: SharedMemoryConnector(f"bench{run}n{n}", notify=notify)) as m:
+        yield m
+
+
+@contextmanager
 def _redis() -> Iterator[Makers]:
     why = redis_unavailable()
     if why is not None:
         raise RuntimeError(f"cannot bench redis: {why}")
-    made: list[RedisConnector] = []
-    with RedisServer() as server:
-
-        def make(notify: bool) -> Connector:
-            prefix = f"bench{len(made)}:"
-            made.append(RedisConnector(url=server.url, prefix=prefix, notify=notify))
-            return made[-1]
-
-        try:
-            yield (lambda: make(False), lambda: make(True))
-        finally:
-            for conn in made:
-                conn.close()
+    with (
+        RedisServer() as server,
+        _closing(
+            lambda n, notify: RedisConnector(url=server.url, prefix=f"bench{n}:", notify=notify)
+        ) as makers,
+    ):
+        yield makers
 
 
 CONNECTORS: dict[str, Callable[[], AbstractContextManager[Makers]]] = {

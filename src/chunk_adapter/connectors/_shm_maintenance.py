@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 from ..errors import ConnectorError
 from ._segments import attach, foreign, view
@@ -65,22 +66,13 @@ class ShmMaintenance(ClosedOnce):
         use the namespace, e.g. at a sender's start. Segments of other users
         are never touched.
         """
-        now, removed, me = time.time(), 0, os.geteuid()
-        for name in self.segments():
-            path = os.path.join(SHM_DIR, name)
-            try:
-                st = os.stat(path)
-                if st.st_uid != me:
-                    continue
-                if older_than is not None and now - st.st_mtime < older_than:
-                    continue
-                if dead_writers and not self._writer_dead(name, now - st.st_mtime):
-                    continue
-                os.unlink(path)  # /dev/shm exists, so this is shm_unlink(name)
-            except FileNotFoundError:
-                continue
-            removed += 1
-        return removed
+
+        def goes(name: str, age: float) -> bool:
+            if older_than is not None and age < older_than:
+                return False
+            return not dead_writers or self._writer_dead(name, age)
+
+        return self._unlink_own(goes)
 
     def reclaim(self) -> int:
         """Unlink the segments of writers that died without finishing (a crashed
@@ -97,24 +89,31 @@ class ShmMaintenance(ClosedOnce):
         dead = dead_writers(self.namespace)
         if not dead:
             return 0
-        now, removed, me = time.time(), 0, os.geteuid()
         creating = {note for _, note in dead.values() if note}
+
+        def goes(name: str, age: float) -> bool:
+            writer = self._writer_of(name)
+            return writer in dead or (writer is None and (name in creating or age > 10.0))
+
+        removed = self._unlink_own(goes)
+        for lease, _ in dead.values():
+            forget(lease)
+        return removed
+
+    def _unlink_own(self, goes: Callable[[str, float], bool]) -> int:
+        """Unlink the namespace's segments this user owns for which ``goes(name, age in
+        seconds)`` says so; returns how many went (one already gone is not counted)."""
+        now, removed, me = time.time(), 0, os.geteuid()
         for name in self.segments():
             path = os.path.join(SHM_DIR, name)
             try:
                 st = os.stat(path)
-                if st.st_uid != me:
+                if st.st_uid != me or not goes(name, now - st.st_mtime):
                     continue
-                writer = self._writer_of(name)
-                headerless = writer is None and (name in creating or now - st.st_mtime > 10.0)
-                if writer not in dead and not headerless:
-                    continue
-                os.unlink(path)
+                os.unlink(path)  # /dev/shm exists, so this is shm_unlink(name)
             except FileNotFoundError:
                 continue
             removed += 1
-        for lease, _ in dead.values():
-            forget(lease)
         return removed
 
     def _writer_of(self, name: str) -> bytes | None:
