@@ -221,6 +221,27 @@ def test_a_stop_that_joins_a_thread_blocked_in_a_slow_build_breaks_r18() -> None
     assert run(world).ok
 
 
+@pytest.mark.rule("R18")
+def test_each_member_is_held_to_the_bound_of_the_join_timeout_it_was_given() -> None:
+    """A build and a get blocked at once in one adapter that sends and receives: stop()
+    joins both against one deadline (the join timeout passed, 1 s: bound 1.75 s), not
+    each with the whole timeout (2 s). In a pipeline each member is timed on its own:
+    two members stopped in turn, each blocked a whole timeout, are not summed into
+    one stop() that looks too slow."""
+    hung = (slow("build", None, 60.0), slow("get", None, 60.0))
+    world = Scenario(
+        "w", (*hung, load("a"), save("a", [0]), pause(0.01), stop()),
+        notify=True, options={"join_timeout": 1.0},
+        **{**WORLD, "topology": "loopback", "stage_ids": (1,), "stage_id": 1, "liveness": 62.0},
+    )  # fmt: skip
+    execution = run(world, "tests.quality.broken_stress:stop_joins_each_thread")
+    assert rules_of(execution) == ["R18"] and "took 2 s" in execution.failures[0].message
+    assert "bound here is 1.75 s" in execution.failures[0].message
+    assert run(world).ok
+    pipeline = replace(world, topology="pipeline", stage_ids=(0, 1), stage_id=0)
+    assert run(pipeline).ok  # the sender's build and the receiver's get: 1 s each
+
+
 @pytest.mark.rule("R7")
 def test_a_lock_made_at_import_that_holds_another_adapters_build_breaks_r7() -> None:
     """A class attribute lock made at import is controlled (a stand-in per execution, not

@@ -1,4 +1,4 @@
-"""Adapters with one seeded bug each that only the stress scenarios find.
+"""Adapters with one seeded bug each that the stress scenarios (or the worlds) find.
 
 Each is the reference :class:`ChunkAdapter` with one method overridden, and
 is exposed as a factory (``tests.quality.broken_stress:<name>``) so it can be
@@ -21,6 +21,7 @@ __all__ = [
     "miscounts_drops",
     "puts_after_stop",
     "save_dies_on_put_error",
+    "stop_joins_each_thread",
     "stop_joins_forever",
     "stop_without_notify",
 ]
@@ -116,6 +117,21 @@ class StopJoinsForever(ChunkAdapter):
             thread.join()  # BUG: no timeout
 
 
+class StopJoinsEachThread(ChunkAdapter):
+    """stop() gives each thread the whole join timeout: with a build and a get both
+    blocked (one adapter that sends and receives) it takes twice as long (R18: one
+    deadline for both threads). No stress scenario blocks both threads of one adapter;
+    the generated worlds do (calls that hang right before stop())."""
+
+    def stop(self) -> None:
+        self._stop.set()
+        for cond in (self._send_cond, self._recv_cond):
+            with cond:
+                cond.notify_all()
+        for thread in self._threads:
+            thread.join(self.join_timeout)  # BUG: a timeout each, not one deadline
+
+
 class StopWithoutNotify(ChunkAdapter):
     """stop() sets the event but wakes nobody; with a long wait timeout the idle
     threads sleep through it (R18). Its factory passes ``wait_timeout=5.0``."""
@@ -198,6 +214,10 @@ def save_dies_on_put_error(connector: Any, **kwargs: Any) -> ChunkAdapter:
 
 def busy_spinning_recv(connector: Any, **kwargs: Any) -> ChunkAdapter:
     return BusySpinningRecv(connector, **kwargs)
+
+
+def stop_joins_each_thread(connector: Any, **kwargs: Any) -> ChunkAdapter:
+    return StopJoinsEachThread(connector, **kwargs)
 
 
 def stop_joins_forever(connector: Any, **kwargs: Any) -> ChunkAdapter:

@@ -49,6 +49,7 @@ FOUND = [
     "broken_stress:head_of_line_recv",
     "broken_stress:puts_after_stop",
     "broken_stress:save_dies_on_put_error",
+    "broken_stress:stop_joins_each_thread",
     "broken_stress:stop_joins_forever",
     "broken_stress:stop_without_notify",
     "broken_two_bugs:snapshot_and_swap",

@@ -45,6 +45,7 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_stress:final_not_retried": {"R10", "R11"},
     "broken_stress:save_dies_on_put_error": {"R22"},
     "broken_stress:busy_spinning_recv": {"R17"},
+    "broken_stress:stop_joins_each_thread": {"R18"},
     "broken_stress:stop_joins_forever": {"R18"},
     "broken_stress:stop_without_notify": {"R18"},
     "broken_stress:builds_in_save_async": {"R3"},

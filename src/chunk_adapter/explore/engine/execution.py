@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from ...bed.waiting import join_bound
-from ...factory import loaded
+from ...bed.waiting import blocked_stop_bound, join_bound
+from ...factory import known_options, loaded
 from ...history import History
 from ...oracles import accepted
 from ..control.keywords import Keywords
@@ -157,7 +157,7 @@ def run_once(
     options = {k: v for k, v in scenario.options.items() if keywords.takes(k)}
     pass_runtime = setup.control.pass_runtime if setup.control else not setup.substitute
 
-    clock = CallClock(scenario, runtime.monotonic)  # R3 and R18 on the virtual clock
+    clock = CallClock(scenario, runtime.monotonic, history)  # R3 and R18 on the virtual clock
     if judged(scenario):
         history.clock = runtime.monotonic  # each record's virtual time (R17)
 
@@ -197,11 +197,13 @@ def run_once(
             except Exception as exc:
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
-            clock.stop_bound = max(clock.stop_bound, join_bound(adapter))
+            clock.member_bounds[m.role] = _stop_bound(setup.factory, options, adapter)
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
         ctl.role = ""
+        # the script's stop() stops every member in turn: each may take its own bound
+        clock.stop_bound = sum(clock.member_bounds.values()) or clock.stop_bound
         stand.run_script(
             settle=lambda: _settle(ctl, runtime, scenario, stand.faults_end, owed),
             note=ctl.note,
@@ -354,6 +356,17 @@ def _settle(
             deadline = ctl.now + scenario.liveness
         if ctl.now >= deadline or not owed():
             return
+
+
+def _stop_bound(factory: Any, options: dict[str, Any], adapter: Any) -> float:
+    """How long *adapter*'s ``stop()`` may take with work blocked (R18): from the
+    ``join_timeout`` the world passed when the adapter surely got it (``known_options``:
+    a world may draw one), else from what it shows, never tighter than the
+    contract's default allows (:func:`~chunk_adapter.bed.waiting.join_bound`)."""
+    given = known_options(factory, options, adapter).get("join_timeout")
+    if isinstance(given, (int, float)) and not isinstance(given, bool):
+        return blocked_stop_bound(float(given))
+    return join_bound(adapter)
 
 
 def _own_sleep(ctl: Controller, runtime: ControlledRuntime, seconds: float) -> None:

@@ -67,22 +67,36 @@ def quiet(scenario: Scenario) -> bool:
 
 
 class CallClock:
-    """Times each op of the script on *now* and reports the R3 and R18 breaches."""
+    """Times each op of the script on *now* and reports the R3 and R18 breaches.
 
-    def __init__(self, scenario: Scenario, now: Callable[[], float]) -> None:
+    The script's ``stop()`` stops each member in turn; with a *history* whose calls carry
+    virtual times, each member's ``stop()`` is held to its own bound
+    (:attr:`member_bounds`), else the op as a whole to :attr:`stop_bound`."""
+
+    def __init__(
+        self, scenario: Scenario, now: Callable[[], float], history: History | None = None
+    ) -> None:
         self.now = now
+        self.history = history
+        self._mark = 0  # the history's records before the op in progress
+        self.member_bounds: dict[str, float] = {}
+        """Each member's bound for ``stop()`` with work blocked, by the name its calls
+        are recorded under (its role; ``"adapter"`` alone)."""
         self.on = judged(scenario)
         self.quiet = quiet(scenario)
         self.began = 0.0
         self.current: Op | None = None  # the op begun and not yet returned
         self.failures: list[Failure] = []
         self.stop_bound = UNKNOWN_JOIN_STOP_BOUND
-        """How long ``stop()`` may take with work blocked: the largest of the adapters'
-        :func:`~chunk_adapter.bed.waiting.join_bound` (set as they are built)."""
+        """How long the script's ``stop()`` may take with work blocked: the sum of its
+        members' bounds, stopped one after the other (set as they are built: the
+        contract's for the ``join_timeout`` passed when a member surely took it, else
+        :func:`~chunk_adapter.bed.waiting.join_bound`)."""
 
     def before(self, op: Op) -> None:
         self.began = self.now()
         self.current = op
+        self._mark = len(self.history.records()) if self.history is not None else 0
 
     def never_returned(self) -> Failure | None:
         """For an execution cut short (over the step budget, a livelock): the scheduler
@@ -132,17 +146,39 @@ class CallClock:
                     (R18,),
                 )
             )
-        elif op.kind == "stop" and took > self.stop_bound:
-            self.failures.append(
-                Failure(
-                    "violation",
-                    f"R18: {op} took {took:.3g} s of virtual time while a build, put or get "
-                    f"was slow or failing (the bound here is {self.stop_bound:.3g} s: 1.5 x "
-                    "the join timeout + 0.25 s, at least 5 s): stop() joins its threads "
-                    "against one deadline and abandons a thread that is blocked",
-                    (R18,),
-                )
-            )
+        elif op.kind == "stop":
+            for who, seconds, bound in self._stops(took):
+                if seconds > bound:
+                    self.failures.append(
+                        Failure(
+                            "violation",
+                            f"R18: {who}stop() took {seconds:.3g} s of virtual time while a "
+                            f"build, put or get was slow or failing (the bound here is "
+                            f"{bound:.3g} s: 1.5 x the join timeout passed + 0.25 s, 5 s when "
+                            "it is not known): stop() joins its threads against one deadline "
+                            "and abandons a thread that is blocked",
+                            (R18,),
+                        )
+                    )
+                    break
+
+    def _stops(self, took: float) -> list[tuple[str, float, float]]:
+        """``(who, seconds, bound)`` of each member's ``stop()`` in the op just ended, from
+        the recorded calls; the op as a whole when they are not recorded in time."""
+        times = self.history.times if self.history is not None else {}
+        out = []
+        if self.history is not None and times and self.member_bounds:
+            for r in self.history.records_from(self._mark):
+                if not isinstance(r, CallRecord) or r.call != "stop":
+                    continue
+                if r.begin not in times or r.end not in times:
+                    continue
+                if r.adapter not in self.member_bounds:
+                    continue
+                who = "" if len(self.member_bounds) == 1 else f"{r.adapter}."
+                seconds = times[r.end] - times[r.begin]
+                out.append((who, seconds, self.member_bounds[r.adapter]))
+        return out or [("", took, self.stop_bound)]
 
 
 def latency_failures(

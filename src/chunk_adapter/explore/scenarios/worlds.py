@@ -16,8 +16,8 @@ A *world* is a :class:`~.scenario.Scenario` with everything drawn:
   threads finish first) or works on for a drawn number of its own steps (its next call
   lands in the middle of their work), or calls again at once;
 * **faults in virtual time**: single put/get/build failures and bursts,
-  outages from 1 ms to 60 s, slow calls, a call that hangs (60 s) while the
-  scheduler stops the adapter; an outage that lasts the whole
+  outages from 1 ms to 60 s, slow calls, calls that hang (60 s; one, or a build
+  and a get at once) while the scheduler stops the adapter; an outage that lasts the whole
   rest of the run is a permanent error (60 s is longer than any run's work).
 
 The one usage rule of the contract is kept: a request that was cancelled gets
@@ -69,6 +69,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "idle_backoff": (0.001, 0.01, 0.05),
     "wait_timeout": (0.1, 0.02, 1.0),
     "put_backoff": (0.005, 0.05),
+    "join_timeout": (1.0, 0.5, 2.0),
 }
 """The adapter options a world may pass (first value: the contract's default)."""
 
@@ -316,18 +317,38 @@ def worlds(draw: Any) -> Scenario:
     rids = _pick(draw, REQUEST_IDS)
     notify = draw(_BOOL)
     ops = _program(draw, rids, sending, topology, lulls=notify)
+    hang = False  # calls hang while the adapter is stopped
     if draw(_BOOL) and draw(_BOOL):  # a stop() before the end, a quarter
         kinds = _kinds(draw, topology)
         if draw(_BOOL):
-            # shutting down while a call hangs (the contract: stop() returns within its
-            # join timeout even then); the hung call is the next one of its kind
-            what = _pick(draw, ("build", "put", "get"))
-            ops.insert(draw(_int(0, len(ops))), slow(what, None, DURATIONS[-1]))
+            # shutting down while calls hang (the contract: stop() returns within its
+            # join timeout even then, one deadline for all its threads); the hung call is
+            # the next one of its kind, and now and then one of another kind hangs too,
+            # so an adapter that both sends and receives (a loopback, a middle stage)
+            # may have both its threads stuck at once
+            first = _pick(draw, ("build", "put", "get"))
+            hung = [first, *(w for w in ("build", "put", "get") if w != first and draw(_BOOL))]
+            if draw(_BOOL):  # somewhere in the program: the next such call hangs
+                for what in hung:
+                    ops.insert(draw(_int(0, len(ops))), slow(what, None, DURATIONS[-1]))
+            else:  # right before stop(), each with a call in flight: a get polled for a
+                # registration, a build and a put for a save, on a member drawn
+                on = _pick(draw, ("middle", None)) if topology == "three-stage" else None
+                rid = _pick(draw, rids)
+                ops += [slow(what, None, DURATIONS[-1]) for what in hung]
+                ops += [load(rid, on=on)] if "get" in hung else []
+                ops += [save(rid, draw(_payloads), on=on)] if {"build", "put"} & set(hung) else []
+                ops.append(pause(DURATIONS[1]))  # the threads reach their calls
+            hang = True
         ops.append(stop())
         ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 2)))]
     ops = usage(ops)
     ops = _numbered(ops)
     options = {name: _pick(draw, values) for name, values in OPTIONS.items() if draw(_BOOL)}
+    if hang and "join_timeout" not in options:
+        # passed, so stop()'s bound is the contract's for that join timeout (R18), where
+        # the adapter surely takes it, not the 5 s allowed one whose timeout is unknown
+        options["join_timeout"] = _pick(draw, OPTIONS["join_timeout"])
     longest = max((op.seconds for op in ops if op.kind in ("outage", "slow")), default=0.0)
     if longest >= LONG:
         # A receiver polling every 1 ms takes ~9 000 steps a virtual second: through a long
