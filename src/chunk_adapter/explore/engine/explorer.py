@@ -197,7 +197,7 @@ def explore(
             if not execution.ok:
                 failure = execution
                 break
-    complete = failure is None and bool(getattr(strategy, "complete", False))
+    complete = failure is None and strategy.complete
     report = Report(
         scenario,
         strategy.describe(),
@@ -206,8 +206,8 @@ def explore(
         complete,
         failure,
         _factory_spec(factory),
-        traces=getattr(strategy, "traces", None),
-        proof=bool(getattr(strategy, "proof", False)),
+        traces=strategy.traces,
+        proof=strategy.proof,
         runtime=f"{setup.runtime} ({setup.runtime_reason})" if setup.runtime_reason else "",
         steps=steps,
         out_of_steps=out_of_steps,

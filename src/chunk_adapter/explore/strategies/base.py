@@ -31,6 +31,15 @@ class Strategy:
     observes = False
     """``True``: the controller tracks what each step touches (its footprint) and calls
     :meth:`observe` and :meth:`waiting` (:mod:`.dpor`); ``False``: it never calls them."""
+    complete = False
+    """Set by a systematic strategy (DFS, DPOR) once it has run every execution it has."""
+    proof = False
+    """``True``: :attr:`complete` means every trace was checked (:class:`.dpor.ProofStrategy`)."""
+
+    @property
+    def traces(self) -> int | None:
+        """DPOR: executions run to their end, one per Mazurkiewicz trace; ``None`` for others."""
+        return None
 
     def start_execution(self) -> bool:
         raise NotImplementedError
