@@ -41,6 +41,7 @@ __all__ = [
     "loaded",
     "reference_factory",
     "refused_keywords",
+    "surely_got",
     "takes_keyword",
 ]
 
@@ -312,9 +313,19 @@ def known_options(factory: AdapterFactory, options: dict[str, Any], built: Any) 
     names it in its signature, or (``**kwargs``, which may drop it) the adapter shows that
     value under that name. An option the suite cannot be sure of must not tighten a bound:
     the contract's default, or a bound that holds whatever it is, is used instead."""
+    return surely_got(
+        accepted_options(factory, options), lambda name: declares_keyword(factory, name), built
+    )
+
+
+def surely_got(
+    accepted: dict[str, Any], declared: Callable[[str], bool], built: Any
+) -> dict[str, Any]:
+    """Of the *accepted* options, those *built* surely got: *declared* (the factory names
+    the keyword), or shown by the adapter under that name with that value."""
     out = {}
-    for name, value in accepted_options(factory, options).items():
-        if declares_keyword(factory, name):
+    for name, value in accepted.items():
+        if declared(name):
             out[name] = value
             continue
         try:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...factory import reference_factory, refused_keywords
+from ...factory import reference_factory, refused_keywords, surely_got
 
 __all__ = ["Keywords"]
 
@@ -65,6 +65,15 @@ class Keywords:
             rejected = refused_keywords(self.factory)
             return {k: v for k, v in options.items() if k not in rejected}
         return {k: v for k, v in options.items() if k in self.declared}
+
+    def known(self, options: dict[str, Any], built: Any) -> dict[str, Any]:
+        """The *options* the adapter *built* surely got (as
+        :func:`~chunk_adapter.factory.known_options`): the factory names the keyword, or
+        (``**kwargs``, which may drop it) the adapter shows that value under that name."""
+        refused = refused_keywords(self.factory)
+        return surely_got(
+            self.accepted(options), lambda name: name in self.declared - refused, built
+        )
 
     def put_tries(self, options: dict[str, Any]) -> int | None:
         """The put tries the adapter runs with: the option, else the factory's default

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from ...bed.waiting import blocked_stop_bound, join_bound
-from ...factory import known_options, loaded
+from ...factory import loaded
 from ...history import History
 from ...oracles import accepted
 from ..control.keywords import Keywords
@@ -197,7 +197,7 @@ def run_once(
             except Exception as exc:
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
-            clock.member_bounds[m.role] = _stop_bound(setup.factory, options, adapter)
+            clock.member_bounds[m.role] = _stop_bound(keywords, options, adapter)
             if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
@@ -358,12 +358,13 @@ def _settle(
             return
 
 
-def _stop_bound(factory: Any, options: dict[str, Any], adapter: Any) -> float:
+def _stop_bound(keywords: Keywords, options: dict[str, Any], adapter: Any) -> float:
     """How long *adapter*'s ``stop()`` may take with work blocked (R18): from the
-    ``join_timeout`` the world passed when the adapter surely got it (``known_options``:
-    a world may draw one), else from what it shows, never tighter than the
-    contract's default allows (:func:`~chunk_adapter.bed.waiting.join_bound`)."""
-    given = known_options(factory, options, adapter).get("join_timeout")
+    ``join_timeout`` the world passed when the adapter surely got it
+    (:meth:`~..control.keywords.Keywords.known`: a world may draw one), else from what it
+    shows, never tighter than the contract's default allows
+    (:func:`~chunk_adapter.bed.waiting.join_bound`)."""
+    given = keywords.known(options, adapter).get("join_timeout")
     if isinstance(given, (int, float)) and not isinstance(given, bool):
         return blocked_stop_bound(float(given))
     return join_bound(adapter)
