@@ -16,11 +16,11 @@ correct report may name first (the rule broken, then what the oracles may see fi
   lands in the mark the update then clears. That cancel came after the stream's
   final was put, so it marks the NEXT stream of the id (R6: the mark lasts until the
   final is put; R27): the next stream's chunks saved after it are put anyway, and
-  its final with data. Not caught, and not a violation a history can show: every
-  adapter forgets the mark only after its put returns, so the window is open in the
-  correct ones too (a world cancelling as soon as the final's put is recorded fails
-  the reference the same way); this one only holds it open a loop iteration longer.
-  Kept as a known miss (``tests/quality/test_verify_catalogue.py``).
+  its final with data. Found by the state machines on real threads, which cancel once
+  the adapter has gone quiet after the final: the update still waits on the loop then.
+  The explorer does not tell it apart: every adapter forgets the mark only after its
+  put returns, so a world that cancels the moment the final's put is recorded fails
+  the correct ones too, and one that settles first lets the loop run the update.
 - ``await_between_check_and_commit`` (R16): the receive task checks the
   registration's token under the lock after its get, then ``await``s (one
   ``asyncio.sleep(0)``: the loop goes round once) and commits in a second critical

@@ -72,17 +72,7 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_asyncio:threadsafe_order": {"R5", "R9", "R11"},
     "broken_asyncio:put_state_on_loop": {"R6"},
 }
-KNOWN_MISSES: dict[str, str] = {
-    "broken_asyncio:put_state_on_loop": (
-        "its window (a cancel_sender after the final's put returned, before the send state "
-        "is updated) is open in every adapter, the correct ones too: a SAVE thread forgets "
-        "the mark after its put returns (the spec's step 5), so a cancel in between is "
-        "erased by the reference as well (tried: a world that cancels as soon as the "
-        "final's put is recorded fails the reference, queue_fifo, due_heap and both "
-        "asyncio adapters the same way). This one holds the window open a loop iteration "
-        "longer, a width no scheduler keeping R27's usage rule can see"
-    ),
-}
+KNOWN_MISSES: dict[str, str] = {}
 """Broken adapters verify does not catch yet, and why (an xfail, strict: a find fails it)."""
 BUDGET = 240.0  # the ci profile's default --max-seconds
 
