@@ -70,10 +70,8 @@ class Keywords:
         """The *options* the adapter *built* surely got (as
         :func:`~chunk_adapter.factory.known_options`): the factory names the keyword, or
         (``**kwargs``, which may drop it) the adapter shows that value under that name."""
-        refused = refused_keywords(self.factory)
-        return surely_got(
-            self.accepted(options), lambda name: name in self.declared - refused, built
-        )
+        named = self.declared - refused_keywords(self.factory)
+        return surely_got(self.accepted(options), named.__contains__, built)
 
     def put_tries(self, options: dict[str, Any]) -> int | None:
         """The put tries the adapter runs with: the option, else the factory's default

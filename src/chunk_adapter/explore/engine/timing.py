@@ -78,7 +78,7 @@ class CallClock:
     ) -> None:
         self.now = now
         self.history = history
-        self._mark = 0  # the history's records before the op in progress
+        self._mark = 0  # the history's records before the stop() in progress
         self.member_bounds: dict[str, float] = {}
         """Each member's bound for ``stop()`` with work blocked, by the name its calls
         are recorded under (its role; ``"adapter"`` alone)."""
@@ -96,7 +96,8 @@ class CallClock:
     def before(self, op: Op) -> None:
         self.began = self.now()
         self.current = op
-        self._mark = len(self.history.records()) if self.history is not None else 0
+        if op.kind == "stop" and self.history is not None:  # its members' calls follow
+            self._mark = len(self.history)
 
     def never_returned(self) -> Failure | None:
         """For an execution cut short (over the step budget, a livelock): the scheduler

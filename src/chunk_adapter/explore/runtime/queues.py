@@ -41,7 +41,7 @@ class ControlledSimpleQueue:
             # the wake-up None after the execution ended. Nobody is left to wake.
             self._items.append(item)
             return
-        if not (self.quiet and not ctl.tracking):
+        if not self.quiet or ctl.tracking:  # quiet: no switch point (but for DPOR)
             ctl.switch_point(f"put {self.name}")
         ctl.touch(self.key, "w")
         self._items.append(item)
@@ -54,7 +54,7 @@ class ControlledSimpleQueue:
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         ctl = self._ctl
-        if not (self.quiet and self._items and not ctl.tracking):
+        if not self.quiet or not self._items or ctl.tracking:  # quiet, and an item: none
             ctl.switch_point(f"get {self.name} timeout={timeout}")
         ctl.touch(self.key, "w")
         if timeout is not None and timeout < 0:
