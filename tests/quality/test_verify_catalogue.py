@@ -69,7 +69,7 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_two_bugs:snapshot_and_swap": {"R4", "R14", "R15"},
     # work on an asyncio loop in a thread, blocking calls in executor workers (issue 26)
     "broken_asyncio:await_between_check_and_commit": {"R16", "R14", "R15"},
-    "broken_asyncio:threadsafe_order": {"R5", "R9", "R11"},
+    "broken_asyncio:threadsafe_order": {"R5", "R9"},
     "broken_asyncio:put_state_on_loop": {"R6"},
 }
 KNOWN_MISSES: dict[str, str] = {}

@@ -109,6 +109,7 @@ class Aligner:
         self.branches = [BRANCHES]  # alignments still to try, shared by every branch's copy
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
+        self.overtaken: frozenset[int] = frozenset()  # id() of finals put after a later chunk
 
     def violation(self, rule: str, msg: str, key: str | None = None) -> None:
         """Report *rule*, at the put being aligned (``None`` while checking liveness)."""
@@ -127,8 +128,8 @@ class Aligner:
             if op.outcome == "error":
                 self.failures += 1
                 continue
-            if op.outcome != "ok":
-                continue
+            if op.outcome != "ok" or id(op) in self.overtaken:
+                continue  # an overtaken final was reported where it was overtaken
             if self.stream_at >= len(self.streams):
                 kind = "final" if is_final_put(op) else "non-final"
                 self.violation(
@@ -366,12 +367,23 @@ class Aligner:
         """A stream ended without its final put (R11, not a snapshot fault): say so once and
         align *op* with the stream it belongs to."""
         assert stream.final is not None
-        self.violation(
-            R11,
-            f"the final chunk saved from {stream.final.args[0]!r} was never put: a chunk of a "
-            f"later stream of the request (built from {snap!r}) was put instead",
-            op.key,
-        )
+        late = self._final_put_later(stream.final)
+        if late is not None:  # not lost: overtaken, so the order of saves is the root
+            self.overtaken = self.overtaken | {id(late)}
+            self.violation(
+                R5,
+                f"the final chunk saved from {stream.final.args[0]!r} was put (as {late.key!r}) "
+                f"after a chunk of a later stream of the request (built from {snap!r}): a "
+                "later save overtook the stream's final",
+                op.key,
+            )
+        else:
+            self.violation(
+                R11,
+                f"the final chunk saved from {stream.final.args[0]!r} was never put: a chunk "
+                f"of a later stream of the request (built from {snap!r}) was put instead",
+                op.key,
+            )
         self.stream_at, self.pending_at, self.failures = later, 0, 0
         # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
@@ -380,6 +392,22 @@ class Aligner:
             self._final(op)
         else:
             self._nonfinal(op)
+
+    def _final_put_later(self, final: CallRecord) -> ConnectorOp | None:
+        """A successful final put after the one being aligned whose data is *final*'s (its
+        snapshot, or what a final build of it returned): the final was put late, not lost."""
+        built = [
+            b.result
+            for b in self.builds
+            if b.is_final and b.outcome == "ok" and _equal(b.snapshot, final.args[0])
+        ]
+        for op in self.puts[self.index + 1 :]:
+            if op.outcome != "ok" or not is_final_put(op):
+                continue
+            data = data_of(op)
+            if _equal(data, final.args[0]) or any(_equal(data, r) for r in built):
+                return op
+        return None
 
     def _later_final(self, final: CallRecord, op: ConnectorOp) -> int | None:
         """The index of a later stream whose final *op* puts, when this stream's final
