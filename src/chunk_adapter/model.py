@@ -32,7 +32,8 @@ deterministic: a chunk held at a put gate when ``cancel_sender`` comes is put
 (it is past the check); the machines never cancel a request whose build is
 held, the one case where both outcomes are allowed (R6). The model assumes
 the contract's single SAVE and single RECV thread: while the RECV thread is
-held at a get, no other request is received.
+held at a get, no other request is received — unless the adapter shows it gets
+for other registrations meanwhile (``gets_beside_held``, learned by the harness).
 """
 
 from __future__ import annotations
@@ -130,6 +131,10 @@ class ContractModel:
         self.regs: dict[str, _Registration] = {}
         self.ready: dict[str, list[dict[str, Any]]] = {}
         self.held_get: HeldGet | None = None
+        self.gets_beside_held = False
+        """The receiver gets for other registrations while one get is held (a task or a
+        worker per registration): a design the contract allows beside the one RECV thread
+        this model assumes, learned from the adapter (:meth:`learn_gets_beside_held`)."""
         self.get_gates: Counter[str] = Counter()
         self._tokens = 0
         # the connector
@@ -234,6 +239,11 @@ class ContractModel:
                 self._commit(held.request_id, reg, value)
         self._settle()
 
+    def learn_gets_beside_held(self) -> None:
+        """From now on, model a receiver that gets beside a held get (``gets_beside_held``)."""
+        self.gets_beside_held = True
+        self._settle()
+
     # ---------------------------------------------------------------- queries
     def key(self, request_id: str, chunk_id: int, *, receiver: bool = False) -> str:
         stage = self.src_stage_id if receiver else self.stage_id
@@ -323,13 +333,13 @@ class ContractModel:
 
     def _receive(self) -> None:
         progress = True
-        while progress and self.held_get is None:
+        while progress and (self.held_get is None or self.gets_beside_held):
             progress = False
             for rid, reg in list(self.regs.items()):
-                if reg.done:
-                    continue
+                if reg.done or (self.held_get is not None and reg.token == self.held_get.token):
+                    continue  # finished, or its get is the one in flight
                 key = self.key(rid, reg.next_id, receiver=True)
-                if self.get_gates[key] > 0:
+                if self.get_gates[key] > 0 and self.held_get is None:
                     self.get_gates[key] -= 1
                     self.held_get = HeldGet(rid, reg.token, key)
                     return

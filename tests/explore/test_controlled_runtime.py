@@ -251,6 +251,25 @@ def test_timed_waits_that_follow_virtual_time_are_not_an_uncontrolled_clock(shap
     assert kinds(ctl) == []
 
 
+def test_the_suites_own_sleeps_are_never_taken_for_an_uncontrolled_clock() -> None:
+    """Found outside the repo (a correct asyncio adapter, a get worker per registration):
+    a connector's random latency, slept by the suite on the worker's behalf, shrank three
+    times in a row with no switch point between the gets (an executor's quiet work
+    queue), which read as a deadline on a foreign clock: exit 3 for the simulate stage.
+    The same waits made by the code under test are still judged."""
+
+    def suite(rt: ControlledRuntime) -> None:
+        for n in range(6):
+            rt.harness_sleep(0.001 - n * 0.00002)
+
+    def adapter(rt: ControlledRuntime) -> None:
+        for n in range(6):
+            rt.sleep(0.001 - n * 0.00002)
+
+    assert kinds(run_program(suite)) == []
+    assert kinds(run_program(adapter)) == ["uncontrolled"]
+
+
 def test_the_controlled_condition_and_event_have_threading_s_whole_api() -> None:
     """Found outside the repo: ``concurrent.futures.wait()`` in a correct ``stop()`` takes
     each future's condition with ``acquire()``, which the explorer's condition lacked; the

@@ -201,6 +201,26 @@ def test_a_chunk_fetched_long_after_its_put_breaks_r17() -> None:
     assert run(world).ok
 
 
+@pytest.mark.rule("R17")
+@pytest.mark.parametrize("first", [True, False], ids=["chunk-0", "next-chunk"])
+def test_a_chunk_a_notified_receiver_is_owed_but_fetches_late_breaks_r17(first: bool) -> None:
+    """A receiver told of puts by notifications never polls a key and finds it empty, yet
+    it owes a fetch of chunk 0 once the request is registered and of the next chunk once
+    it got the one before (``unnamed.evented`` rings only ids without ``_``: ``r_0``
+    waits for its 0.5 s re-poll). The reference, rung by the same notifications, is on
+    time on every schedule."""
+    ops = (save("r_0", [0, 0]), load("r_0"), pause(0.01), save("r_0", [1, 1], True))
+    if not first:
+        ops = (load("r_0"), save("r_0", [0, 0]), pause(0.01), save("r_0", [1, 1], True))
+    world = Scenario("w", ops, notify=True, **WORLD)
+    assert rules_of(run(world, "tests.quality.unnamed.evented:make"))[:1] == ["R17"]
+    setup = sim_setup(reference_factory, wall_timeout=10.0, max_steps=30_000)
+    with prepared(setup):
+        for seed in range(20):
+            runs = run_world(world, strategy_for(("random", seed, ()), world), setup)
+            assert runs[-1].ok, (seed, runs[-1].failures)
+
+
 @pytest.mark.rule("R18")
 def test_a_stop_that_waits_out_its_threads_timeouts_breaks_r18() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True), settle()), **WORLD)

@@ -20,7 +20,12 @@ Steps that would make the outcome depend on timing are no-ops instead (see
 :mod:`chunk_adapter.model`): a new stream is not queued behind a held SAVE
 thread while the request's previous final is still pending (its keys would be
 put twice in one burst), and a request whose build is held is not cancelled
-(the contract allows both outcomes there).
+(the contract allows both outcomes there). The same for the design an adapter
+may choose: while a gate holds a build, put or get of one request, nothing new
+is saved for another request, nor (a get held) registered for one or saved
+for one registered. The contract orders work within a request only: a single
+SAVE or RECV thread waits behind the held call, a pool of workers or a task per
+registration goes on, and both are correct.
 """
 
 from __future__ import annotations
@@ -133,6 +138,20 @@ class ConformanceMachine(RuleBasedStateMachine):
     def _running(self) -> bool:
         return not self.h.model.stopped
 
+    def _behind_held(self, rid: str, *, saving: bool) -> bool:
+        """Would new work for *rid* wait behind a held call of another request? Then
+        whether it waits depends on the adapter's design (module doc): the step is a
+        no-op. *saving*: a save (else a registration)."""
+        m = self.h.model
+        if m.stopped:
+            return False
+        if saving and m.held_save is not None and m.held_save.item.request_id != rid:
+            return True
+        held = m.held_get
+        if held is None or held.request_id == rid:
+            return False
+        return not saving or m.registered(rid)
+
     # ------------------------------------------------------------------ sender
     @rule(rid=rids, final=st.booleans(), kind=payload_kinds)
     @judged
@@ -140,6 +159,8 @@ class ConformanceMachine(RuleBasedStateMachine):
         m = self.h.model
         if not m.stopped and m.held_save is not None and any(i.is_final for i in m.pending(rid)):
             return  # no-op: the new stream's keys would race the old ones (module doc)
+        if self._behind_held(rid, saving=True):
+            return  # no-op: it may or may not wait behind the held call (module doc)
         self.h.save(rid, self._object(rid, kind), final)
 
     @rule(
@@ -189,6 +210,8 @@ class ConformanceMachine(RuleBasedStateMachine):
     def save_held(self, rid: str, final: bool, at: str, kind: str) -> None:
         """Save a chunk whose build (or put) is then held at a gate."""
         m = self.h.model
+        if self._behind_held(rid, saving=True):
+            return  # no-op: once released, it may or may not wait behind the held get
         if at == "build":
             if rid in m.cancelled:
                 return  # no-op: a cancelled request's chunk is never built
@@ -217,7 +240,7 @@ class ConformanceMachine(RuleBasedStateMachine):
         both streams' keys may be put in one burst without a race at the receiver.
         """
         m = self.h.model
-        if rid in m.cancelled:
+        if rid in m.cancelled or self._behind_held(rid, saving=True):
             return  # no-op: a cancelled request's final is put without a build to hold
         if m.polling_key(rid) is not None:
             self.h.cleanup(rid)
@@ -229,7 +252,9 @@ class ConformanceMachine(RuleBasedStateMachine):
             self.h.save(rid, self._object(rid, kind), True)
         self.h.release_save()
 
-    @precondition(_save_idle)  # held, a second run would queue new streams behind finals
+    @precondition(  # held, a second run would queue new streams behind finals
+        lambda self: self._save_idle() and self.h.model.held_get is None
+    )
     @rule(ids=st.integers(2, len(MANY)), chunks=st.integers(1, 2), kind=object_kinds)
     @judged
     def interleaved_streams(self, ids: int, chunks: int, kind: str) -> None:
@@ -265,6 +290,8 @@ class ConformanceMachine(RuleBasedStateMachine):
     @judged
     def load(self, rid: str, again: bool) -> None:
         """load_async, and with *again* a second time: it must change nothing (R12)."""
+        if self._behind_held(rid, saving=False):
+            return  # no-op: its chunks may or may not wait behind the held get (module doc)
         self.h.load(rid)
         if again:
             self.h.load(rid)
@@ -278,6 +305,8 @@ class ConformanceMachine(RuleBasedStateMachine):
     @judged
     def cleanup_and_reload(self, rid: str) -> None:
         """The scheduler re-admits a request: cleanup_receiver then load_async (R16)."""
+        if self._behind_held(rid, saving=False):
+            return  # no-op, as load
         self.h.cleanup(rid)
         self.h.load(rid)
 

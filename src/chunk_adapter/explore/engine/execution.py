@@ -151,7 +151,9 @@ def run_once(
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
     # outages and pauses in virtual time; the scheduler's busy steps are switch points
-    stand.use_clock(runtime.monotonic, runtime.sleep, lambda: ctl.switch_point("scheduler works"))
+    stand.use_clock(
+        runtime.monotonic, runtime.harness_sleep, lambda: ctl.switch_point("scheduler works")
+    )
     history = stand.history
     keywords = setup.keywords
     options = {k: v for k, v in scenario.options.items() if keywords.takes(k)}

@@ -353,13 +353,14 @@ class Controller:
         task.points += 1
         self._reschedule(task)
 
-    def block(self, label: str, deadline: float | None) -> str:
-        """Block the running task until :meth:`wake` (or *deadline*); return the wake reason."""
+    def block(self, label: str, deadline: float | None, *, own: bool = False) -> str:
+        """Block the running task until :meth:`wake` (or *deadline*); return the wake reason.
+        *own*: the suite's wait, not the code under test's (no creeping-deadline check)."""
         task = self._by_key.get(self._key()) or self.me()  # me(), inlined: a task is truthy
         if self._aborting:
             raise Aborted
         timeout = None if deadline is None else deadline - self.now
-        creep = None if timeout is None else creeping_deadline(task, timeout)
+        creep = None if timeout is None or own else creeping_deadline(task, timeout)
         if creep is not None:  # a clock outside the explorer's: end the execution here
             self._fail(creep.kind, creep.message)
         task.state = _BLOCKED
@@ -367,7 +368,8 @@ class Controller:
         task.deadline = deadline
         task.wake_reason = ""
         self._reschedule(task)
-        task.waited, task.points = (timeout if task.wake_reason == "timeout" else None), 0
+        timed_out = task.wake_reason == "timeout" and not own
+        task.waited, task.points = (timeout if timed_out else None), 0
         return task.wake_reason
 
     def wake(self, task: Task, reason: str) -> None:
