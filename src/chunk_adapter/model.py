@@ -227,9 +227,25 @@ class ContractModel:
             self._put_ok(held.item, held.key, held.value)
         self._settle()
 
-    def release_recv(self) -> None:
+    def release_recv(self, *, held_got: bool | None = None) -> None:
+        """The held get returns. *held_got*: whether it returned a value, when the harness
+        saw it. ``False`` while the model has the key's value stored and a current
+        registration polls that key: the registration's own get took it first (a receiver
+        that gets beside a held get, learned from now on)."""
         held, self.held_get = self.held_get, None
         if held is None:
+            return
+        reg = self.regs.get(held.request_id)
+        if (
+            held_got is False
+            and held.key in self.store
+            and reg is not None
+            and not reg.done
+            and reg.token != held.token
+            and self.key(held.request_id, reg.next_id, receiver=True) == held.key
+        ):
+            self.gets_beside_held = True
+            self._settle()  # the current registration gets it
             return
         value = self.store.pop(held.key, None)
         if value is not None:

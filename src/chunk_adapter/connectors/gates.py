@@ -38,6 +38,10 @@ class Gate:
         self.started = threading.Event()
         # released: set by release(); held threads wait on it in short slices.
         self.released = threading.Event()
+        # returned: set by the held call's thread once the call it held has returned
+        # (``result``: what a held get returned, written before it is set).
+        self.returned = threading.Event()
+        self.result: Any = None
         self.held = 0  # how many calls reached this gate (guarded by the GateSet lock)
 
     def wait_started(self, timeout: float = 10.0) -> bool:
@@ -75,20 +79,22 @@ class GateSet:
             self._every.append(gate)
         return gate
 
-    def passage(self, op: str, *args: Any) -> None:
-        """Called before the real operation: hold here if an armed gate matches."""
+    def passage(self, op: str, *args: Any) -> Gate | None:
+        """Called before the real operation: hold here if an armed gate matches (and
+        return that gate, once released)."""
         with self._lock:
             gate = next(
                 (g for g in self._gates if g.op == op and g.remaining > 0 and g.match(*args)),
                 None,
             )
             if gate is None:
-                return
+                return None
             gate.remaining -= 1
             gate.held += 1
             if gate.remaining == 0:
                 self._gates.remove(gate)
         gate._hold()
+        return gate
 
     def release_all(self) -> None:
         """Release every gate ever armed, holding or not, and disarm them (teardown)."""
@@ -149,8 +155,15 @@ class GatedConnector(ConnectorWrapper):
         self.inner.put(key, value)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        self.gates.passage("get", key)
-        return self.inner.get(key)
+        gate = self.gates.passage("get", key)
+        value = None
+        try:
+            value = self.inner.get(key)
+            return value
+        finally:
+            if gate is not None:
+                gate.result = value
+                gate.returned.set()
 
     def __repr__(self) -> str:
         return f"GatedConnector({self.inner!r})"

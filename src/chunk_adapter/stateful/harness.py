@@ -238,7 +238,11 @@ class Harness(Settling):
         if gate is None or held is None:
             return
         gate.release()
-        self.model.release_recv()
+        # Whether the held get or the new registration's own get takes the value is a
+        # race in real time when the held one's registration was replaced: the model
+        # follows what the held get returned (ContractModel.release_recv)
+        got = gate.result is not None if gate.returned.wait(self.timeout) else None
+        self.model.release_recv(held_got=got)
         self.settle(f"release the RECV thread (get of {held.key!r})")
 
     # ------------------------------------------------------------------ the end

@@ -28,4 +28,9 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.due_heap:make",
     "tests.quality.correct.asyncio_loop:make",
     "tests.quality.correct.asyncio_sides:make",
+    # a third hold-out set's designs (docs/quality.md): several SAVE workers, requests
+    # pinned by hash; a chained job per request on a pool; a follower task per registration
+    "tests.quality.correct.pinned_pool:make",
+    "tests.quality.correct.chain_pool:make",
+    "tests.quality.correct.aio_followers:make",
 )

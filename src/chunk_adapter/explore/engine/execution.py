@@ -44,8 +44,9 @@ from ..scenarios.scenario_bed import ScenarioBed
 from ..strategies.schedule import encode
 from .checks import Owed
 from .held import lock_failures
+from .latency import latency_failures
 from .result import Execution
-from .timing import CallClock, held_failures, judged, latency_failures
+from .timing import CallClock, held_failures, judged
 
 __all__ = [
     "QUIET",

@@ -13,16 +13,7 @@ machine-independent:
   blocked forever (:func:`~chunk_adapter.bed.waiting.join_bound`: 1.5 x the
   adapter's ``join_timeout`` + 0.25 s, at least 5 s): it joins against a
   deadline and abandons a thread stuck in a slow build, put or get;
-* **R17** — in a world where nothing holds up a receiver (no get fails or is
-  down, no call is slow: :func:`receiving_quiet`), a chunk the receiver owes a fetch is
-  fetched within :data:`LATENCY` of becoming due (the contract's pause after an
-  unproductive round is about 1 ms; after progress the next round starts at
-  once; no request waits behind another), unless the registration was cleaned
-  up or stopped meanwhile (a chunk never fetched at all is lost: the liveness
-  rules judge that). It is due once it is put and the receiver was polling for
-  its key, got the request's previous chunk, or (chunk 0) had the request
-  registered: whether the receiver polls or is told of puts, the chunk it waits
-  for next is fetched at once.
+* **R17** — a chunk the receiver owes fetched late: :mod:`.latency`.
 
 Each bound is 2.5x-250x what the contract asks, so an adapter that keeps the
 contract in any reasonable way never meets it. Worlds with faults are judged
@@ -46,17 +37,16 @@ from ..scenarios.scenario import Op, Scenario
 __all__ = [
     "FAULTS",
     "HELD",
-    "LATENCY",
     "R3_WAIT",
     "STOP_BOUND",
     "CallClock",
     "held_failures",
-    "latency_failures",
+    "hop_suffix",
+    "judged",
 ]
 
 R3_WAIT = 0.5
 STOP_BOUND = 0.25
-LATENCY = 0.25
 FAULTS = ("fail_put", "fail_get", "fail_build", "outage", "slow")
 SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay")
 
@@ -69,17 +59,6 @@ def judged(scenario: Scenario) -> bool:
 def quiet(scenario: Scenario) -> bool:
     """Whether *scenario* has no fault at all (its timing is the adapter's own)."""
     return not any(op.kind in FAULTS for op in scenario.ops)
-
-
-def receiving_quiet(scenario: Scenario) -> bool:
-    """Whether nothing in *scenario* holds up a receiver: no get fails or is down (after
-    one the RECV thread may back off as long as it likes) and no call is slow (a slow put
-    or build may hold a worker an adapter shares with its gets). Failed puts and builds,
-    and put or build outages, leave the receiving side's timing its own."""
-    for op in scenario.ops:
-        if op.kind in ("fail_get", "slow") or (op.kind == "outage" and op.what == "get"):
-            return False
-    return True
 
 
 class CallClock:
@@ -198,149 +177,7 @@ class CallClock:
         return out or [("", took, self.stop_bound)]
 
 
-def latency_failures(
-    history: History, scenario: Scenario, hops: tuple[Hop, ...], cut: int | None
-) -> list[Failure]:
-    """The R17 breaches of a world whose receivers nothing holds up (module doc), one per
-    hop at most."""
-    times = history.times
-    if not judged(scenario) or not receiving_quiet(scenario) or not times or cut is None:
-        return []
-    end = times.get(cut, max(times.values()))
-    records = history.records()
-    found: list[Failure] = []
-    for hop in hops:
-        gets: dict[str, list[ConnectorOp]] = defaultdict(list)
-        puts: list[ConnectorOp] = []
-        for r in records:
-            if isinstance(r, ConnectorOp) and r.begin in times and r.end in times:
-                parsed = split_key(r.key)
-                if parsed is None or parsed[1] != hop.stage_id:
-                    continue
-                if r.op == "get":
-                    gets[r.key].append(r)
-                elif r.outcome == "ok":
-                    puts.append(r)
-        fences: dict[str | None, list[tuple[int, float, str]]] = defaultdict(list)
-        for r in records:
-            if (
-                isinstance(r, CallRecord)
-                and r.adapter in (hop.receiver, "adapter")
-                and r.call in ("cleanup_receiver", "stop", "load_async")
-                and r.begin in times
-            ):
-                who = r.request_id if r.call != "stop" else None
-                fences[who].append((r.begin, times[r.begin], r.call))
-        last_put: dict[str, int] = {}  # key -> end of its previous put
-        for put in puts:
-            since = last_put.get(put.key, 0)
-            last_put[put.key] = put.end
-            late = _late(put, since, gets, times, end, fences)
-            if late is not None:
-                found.append(Failure("violation", late + _hop(hops, hop), (R17,)))
-                break
-    return found
-
-
-def _due(
-    put: ConnectorOp,
-    since: int,
-    gets: dict[str, list[ConnectorOp]],
-    times: dict[int, float],
-    fences: dict[str | None, list[tuple[int, float, str]]],
-) -> tuple[int, float, str] | None:
-    """From when the receiver owed a fetch of *put*'s value: ``(seq, virtual time, why)``
-    of the latest of the moments that make it due, ``None`` when none does. The key was
-    polled and found empty before the put (a polling receiver), the request's previous
-    chunk was got, not a final (after progress the next round starts at once), or, for
-    chunk 0, the request was registered (a receiver told of puts by notifications
-    fetches once when a registration is made, as anything put before it rings nothing);
-    each only when it came after the key's previous put (*since*), so it is this value's."""
-    parsed = split_key(put.key)
-    if parsed is None:
-        return None
-    rid, stage, n = parsed
-    put_at = times[put.end]
-    starts: list[tuple[int, float, str]] = []
-    empty = [g for g in gets[put.key] if g.begin > since and g.outcome == "none"]
-    empty = [g for g in empty if g.end < put.begin]
-    if empty:
-        last = times[empty[-1].end]
-        starts.append(
-            (
-                empty[0].end,
-                put_at,
-                f"while the receiver was polling for it (an empty get at t={last:.3f} s)",
-            )
-        )
-    if n > 0:
-        for g in gets[f"{rid}_{stage}_{n - 1}"]:
-            if g.begin > since and g.outcome == "ok" and not _final(g.value):
-                at = times[g.end]
-                starts.append(
-                    (
-                        g.end,
-                        max(at, put_at),
-                        f"after the receiver got chunk {n - 1} (at t={at:.3f} s)",
-                    )
-                )
-                break
-    else:
-        for seq, at, call in fences[rid]:
-            if call == "load_async" and seq > since:
-                starts.append(
-                    (seq, max(at, put_at), f"with the request registered (at t={at:.3f} s)")
-                )
-                break
-    return max(starts, key=lambda s: s[1]) if starts else None
-
-
-def _final(value: object) -> bool:
-    return isinstance(value, dict) and value.get("finished") is True
-
-
-def _late(
-    put: ConnectorOp,
-    since: int,
-    gets: dict[str, list[ConnectorOp]],
-    times: dict[int, float],
-    end: float,
-    fences: dict[str | None, list[tuple[int, float, str]]],
-) -> str | None:
-    """Why *put* was fetched late, or ``None`` (module doc)."""
-    due = _due(put, since, gets, times, fences)
-    if due is None:
-        return None  # nobody was waiting for it yet
-    start, due_at, why = due
-    deadline = due_at + LATENCY
-    if end < deadline:
-        return None  # the run did not last long enough to tell
-    parsed = split_key(put.key)
-    rid = parsed[0] if parsed else None
-    before = [call for seq, _, call in fences[rid] if seq < put.end]
-    if before and before[-1] == "cleanup_receiver":
-        return None  # not registered when it landed (an empty get then was a stale one)
-    if any(seq > start and t <= deadline for seq, t, _ in fences[rid] + fences[None]):
-        return None  # cleaned up, registered anew or stopped meanwhile
-    # fetched: by a get that began after the put ended, or by one that overlapped it (a
-    # slow or latent call) and returned a value — at the moment that get returned
-    polled = [g for g in gets[put.key] if g.begin > since]
-    fetched = sorted(
-        [times[g.begin] for g in polled if g.begin > put.end]
-        + [times[g.end] for g in polled if g.outcome == "ok" and g.end > put.begin]
-    )
-    if not fetched or fetched[0] <= deadline:
-        return None  # in time; or never: a lost chunk, which the liveness rules judge
-    return (
-        f"R17: {put.key!r} was put at t={times[put.end]:.3f} s (virtual) and was due "
-        f"{why}, and fetched at t={fetched[0]:.3f} s: over {LATENCY} s later with no get "
-        "failing and nothing slow. After a round without "
-        "progress the RECV thread pauses about 1 ms (no growing backoff, no request waiting "
-        "behind another)"
-    )
-
-
-def _hop(hops: tuple[Hop, ...], hop: Hop) -> str:
+def hop_suffix(hops: tuple[Hop, ...], hop: Hop) -> str:
     return f" [hop {hop.label}]" if len(hops) > 1 else ""
 
 
