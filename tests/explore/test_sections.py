@@ -140,3 +140,57 @@ def test_a_thread_asleep_gets_into_the_gap_only_when_time_may_pass_there() -> No
     again = replay(report.failure.scenario, schedule, factory=split)
     assert [f.rules[:1] for f in again.failures] == [f.rules[:1] for f in report.failure.failures]
     assert _poll_race(0.01, reference_factory).failure is None
+
+
+class _Box:
+    """Shared state: ``n`` is written under a lock by one thread."""
+
+    n = 0
+
+
+def _reset_after_the_lock(rt: ControlledRuntime, lost: list[bool]) -> None:
+    """A lost update written in no shape of tests/quality: the scheduler reads a counter
+    under the lock and zeroes it after releasing it; a worker's increment in between is
+    lost (found in a third hold-out set: ``poll_ready`` counting its ready chunks)."""
+    from chunk_adapter.explore.runtime.watch import watch_state
+
+    box, lock = _Box(), rt.Lock()
+    assert watch_state(box, rt.ctl)
+
+    def worker() -> None:
+        for _ in range(2):
+            with lock:
+                box.n += 1
+
+    with lock:
+        box.n = 0
+    thread = rt.start_thread(worker, "worker")
+    with lock:
+        taken = box.n
+    box.n = 0  # BUG: outside the lock
+    thread.join()
+    lost.append(taken + box.n < 2)
+
+
+@pytest.mark.rule("R14", "R15")
+@pytest.mark.parametrize("preempt", [0.0, 0.01], ids=["library", "world"])
+def test_a_write_to_lock_guarded_state_made_without_the_lock_is_a_race_point(
+    preempt: float,
+) -> None:
+    """Race points (``Controller.access``): touching, holding no lock, an attribute another
+    task wrote holding one is a switch point, in generated worlds for every strategy.
+    Without it the release and the unlocked write were one step, and no schedule could
+    lose the increment."""
+    from chunk_adapter.explore import DfsStrategy
+
+    lost: list[bool] = []
+    ctls = every_execution(
+        lambda rt: _reset_after_the_lock(rt, lost),
+        DfsStrategy(preemption_bound=3),
+        early_timers=preempt,
+    )
+    points = [s.label for c in ctls for s in c.trace if s.label.startswith("unlocked")]
+    if preempt:
+        assert any(lost) and "unlocked write n" in points, (lost, points)
+    else:
+        assert not any(lost) and not points

@@ -77,7 +77,7 @@ def test_a_stale_commit_is_still_caught_beside_a_held_get() -> None:
         put_tries=3,
     )
     state = machine()
-    with pytest.raises(AssertionError, match="R1[346]"):
+    with pytest.raises(AssertionError, match=r"R1[346]"):
         try:
             _reregister(state)
         finally:

@@ -201,7 +201,10 @@ def run_once(
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
             clock.member_bounds[m.role] = _stop_bound(keywords, options, adapter)
-            if ctl.tracking and (not pass_runtime or not watch_state(adapter, ctl)):
+            watched = False
+            if ctl.races or (ctl.tracking and pass_runtime):  # race points, footprints
+                watched = watch_state(adapter, ctl)
+            if ctl.tracking and (not pass_runtime or not watched):
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
         ctl.role = ""

@@ -194,6 +194,12 @@ class Controller:
         self.touch: Callable[[object, str], None] = (
             no_touch if self.tracker is None else self.tracker.touch
         )
+        # Race points (:meth:`access`): for the same strategies, and for every strategy in
+        # a generated world (early_timers: preemption that lasts). The adapter attributes
+        # some task wrote holding a lock, and who touched each attribute (task ids).
+        self.races = self._sections or early_timers > 0
+        self._guarded: set[object] = set()
+        self._touched_by: dict[object, set[int]] = {}
         self._serial = 0
         self.pruned = False  # the strategy ended the execution early (Pruned): no verdict
         self.opaque = False  # state outside any footprint: every step conflicts (set by run_once)
@@ -445,8 +451,39 @@ class Controller:
             return runnable[0]
         return self._choose(me, runnable, may_pass)
 
+    def access(self, key: object, mode: str) -> None:
+        """The running task read or wrote an attribute of the adapter (*key*, *mode* as
+        :meth:`touch`; :mod:`.watch`): DPOR's footprint, and, for a strategy that watches
+        sections (:attr:`races`), a **race point**: a switch point before the access when
+        the task holds no lock and the attribute is state another task touched and some
+        task wrote holding a lock — lock-guarded state touched without its lock, the
+        shape of every unlocked check-then-act and lost update, whatever the code looks
+        like. The strategy may preempt there as at a section gap (:meth:`_at_gap`)."""
+        self.touch(key, mode)
+        if not self.races or self._aborting or self._frozen:
+            return
+        me = self.task_here()
+        if me is None:
+            return
+        users = self._touched_by.setdefault(key, set())
+        users.add(me.tid)
+        if me.holding:
+            if mode == "w":
+                self._guarded.add(key)
+            return
+        if key in self._guarded and len(users) > 1:
+            name = key[-1] if isinstance(key, tuple) else key
+            me.race = True
+            try:
+                self.switch_point_of(me, f"unlocked {'write' if mode == 'w' else 'read'} {name}")
+            finally:
+                me.race = False
+
     def _at_gap(self, me: Task) -> bool:
-        """Whether *me* is about to retake a lock it released a few switch points ago."""
+        """Whether *me* is about to retake a lock it released a few switch points ago, or
+        is at a race point (:meth:`access`)."""
+        if me.race:
+            return True
         return (
             me.state is _RUNNABLE
             and me.wants is not None

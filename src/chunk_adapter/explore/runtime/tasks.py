@@ -128,6 +128,9 @@ class Task:
     """The scheduler's task (the one that runs the script)."""
     holding: list[Any] = field(default_factory=list)
     """The controlled locks this task owns now, oldest first (:mod:`.held`)."""
+    race: bool = False
+    """At a race point: about to touch, holding no lock, adapter state another task wrote
+    under a lock (``Controller.access``); a gap a section strategy may preempt at."""
     across: dict[int, tuple[Any, str]] = field(default_factory=dict)
     """Locks this task has held across a whole build, put or get and not yet released,
     by ``id``: ``(lock, the call)`` (:mod:`.held`)."""

@@ -57,13 +57,13 @@ def _watched_class(cls: type) -> type:
             if watch is not None and not isinstance(value, skip):
                 ctl, serial = watch
                 mode = "r" if isinstance(value, _IMMUTABLE) or callable(value) else "w"
-                ctl.touch(("attr", serial, name), mode)
+                ctl.access(("attr", serial, name), mode)
         return value
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         watch = get(self, "__dict__").get("__chunk_adapter_watch__")
         if watch is not None:
-            watch[0].touch(("attr", watch[1], name), "w")
+            watch[0].access(("attr", watch[1], name), "w")
         setattr_of(self, name, value)
 
     made = type(
