@@ -85,6 +85,12 @@ CASES = [
          [do.save("r", "a"), do.save("r", "end", True), do.save("r", "b"),
           do.build("r", "a"), do.put("r_1_0", "a"), do.build("r", "b"), do.put("r_1_1", "b")],
          first("R11")),
+    case("R6", "fires-first-when-a-cancel-mark-outlives-the-final-it-was-for",
+         # cancel, the final put (the mark ends there), then a new stream of the id: its
+         # chunk dropped and its final put with None, as if the old mark still held
+         [do.cancel("r"), do.save("r", "end", True), do.put("r_1_0", None, True),
+          do.save("r", "b"), do.save("r", "end2", True), do.put("r_1_0", None, True)],
+         first("R6")),
     case("R5", "fires-on-an-unexplained-drop",
          [do.save("r", "a"), do.save("r", "b"), do.build("r", "b"), do.put("r_1_0", "b")],
          only("R5")),

@@ -244,7 +244,23 @@ class Aligner:
         key = next_op.key if next_op is not None else None
         if by_put and self.failures < need:
             snaps = [s.args[0] for s in by_put]
-            if self.failures == 0:
+            stale = [c for c in self.cancels if c.begin < by_put[0].begin]
+            stale = [c for c in stale if c.begin <= self.prev_final_end]
+            as_cancelled = next_op is None or (  # nothing more put, or a None final
+                is_final_put(next_op) and data_of(next_op) is None
+            )
+            if self.failures == 0 and stale and self.stream_at > 0 and as_cancelled:
+                # dropped as if cancelled (the stream's final put with data None), by a
+                # cancel of an earlier stream: its mark should have ended when that stream's
+                # final was put (R6), so the mark is the root, not the order of saves
+                self.violation(
+                    R6,
+                    f"saved chunk(s) {snaps!r} of a new stream of the request were dropped, "
+                    "as if cancelled, by a cancel_sender made before the previous stream's "
+                    "final was put: a cancel mark lasts until that final is put",
+                    key,
+                )
+            elif self.failures == 0:
                 self.violation(
                     R5,
                     f"saved chunk(s) {snaps!r} were never put although a later chunk of the same "
