@@ -460,6 +460,16 @@ class ControlledRuntime:
         return self.ctl.now
 
     def sleep(self, seconds: float) -> None:
+        self._sleep(seconds, own=False)
+
+    def harness_sleep(self, seconds: float) -> None:
+        """:meth:`sleep` for the suite's own waits on a task (a call's latency or slowness,
+        the scheduler's pause), not the code under test's: never taken for a wait loop on
+        a clock the explorer does not control (random latencies can shrink three times in
+        a row)."""
+        self._sleep(seconds, own=True)
+
+    def _sleep(self, seconds: float, *, own: bool) -> None:
         ctl = self.ctl
         if seconds <= 0:
             ctl.switch_point("sleep(0)")
@@ -468,20 +478,7 @@ class ControlledRuntime:
         # so running another thread just before the sleep starts changes nothing.
         label = f"sleep {_shown(seconds)}"
         ctl.note(label)
-        ctl.block(label, ctl.now + seconds)
-
-    def harness_sleep(self, seconds: float) -> None:
-        """:meth:`sleep` for the suite's own waits on a task (a call's latency or slowness,
-        the scheduler's pause), not the code under test's: never taken for a wait loop on
-        a clock the explorer does not control (random latencies can shrink three times in
-        a row)."""
-        ctl = self.ctl
-        if seconds <= 0:
-            ctl.switch_point("sleep(0)")
-            return
-        label = f"sleep {_shown(seconds)}"
-        ctl.note(label)
-        ctl.block(label, ctl.now + seconds, own=True)
+        ctl.block(label, ctl.now + seconds, own=own)
 
     def __repr__(self) -> str:
         return "ControlledRuntime()"
