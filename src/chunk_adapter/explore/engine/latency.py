@@ -132,8 +132,10 @@ def _due(
                 )
                 break
     else:
+        previous = "cleanup_receiver"  # a load that registers: none before it, or a cleanup
         for seq, at, call in fences[rid]:
-            if call == "load_async" and seq > since:
+            registers, previous = previous == "cleanup_receiver", call
+            if call == "load_async" and registers and seq > since:
                 starts.append(
                     (seq, max(at, put_at), f"with the request registered (at t={at:.3f} s)")
                 )

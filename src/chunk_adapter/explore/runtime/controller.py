@@ -125,6 +125,7 @@ class Controller:
         runtime: str = "thread",
         slack: float = 0.0,
         early_timers: float = 0.0,
+        races: bool | None = None,
     ) -> None:
         self.scheduler = scheduler
         self.carrier = make_carrier(runtime)
@@ -194,10 +195,9 @@ class Controller:
         self.touch: Callable[[object, str], None] = (
             no_touch if self.tracker is None else self.tracker.touch
         )
-        # Race points (:meth:`access`): for the same strategies, and for every strategy in
-        # a generated world (early_timers: preemption that lasts). The adapter attributes
-        # some task wrote holding a lock, and who touched each attribute (task ids).
-        self.races = self._sections or early_timers > 0
+        # Race points (:meth:`access`), for the same strategies unless *races* says: the
+        # adapter attributes some task wrote holding a lock, and who touched each (task ids).
+        self.races = self._sections if races is None else races
         self._guarded: set[object] = set()
         self._touched_by: dict[object, set[int]] = {}
         self._serial = 0
