@@ -136,11 +136,24 @@ def _due(
         for seq, at, call in fences[rid]:
             registers, previous = previous == "cleanup_receiver", call
             if call == "load_async" and registers and seq > since:
+                if _got_a_final(gets, rid, seq, put.end):
+                    break  # that registration is done: nothing of a new stream is owed
                 starts.append(
                     (seq, max(at, put_at), f"with the request registered (at t={at:.3f} s)")
                 )
                 break
     return max(starts, key=lambda s: s[1]) if starts else None
+
+
+def _got_a_final(gets: dict[str, list[ConnectorOp]], rid: str, after: int, before: int) -> bool:
+    """Whether a get of *rid*'s keys that began after *after* returned a final chunk
+    before *before*."""
+    return any(
+        g.outcome == "ok" and g.begin > after and g.end < before and _final(g.value)
+        for key, ops in gets.items()
+        if (parsed := split_key(key)) is not None and parsed[0] == rid
+        for g in ops
+    )
 
 
 def _final(value: object) -> bool:
