@@ -204,7 +204,7 @@ EXPECTED: dict[str, set[str]] = {
     "final_dropped_on_cancel": {"R6", "R11"},
     "missing_snapshot": {"R4"},
     "get_past_final": {"R13"},
-    "load_not_idempotent": {"R12", "R13", "R14", "R23"},
+    "load_not_idempotent": {"R12", "R13", "R14", "R23", "R17"},  # R17: no wake-up signal
     "cleanup_keeps_ready": {"R16"},
     "none_payload_uses_id": {"R8", "R9"},
     "final_lost_on_build_failure": {"R7", "R11"},

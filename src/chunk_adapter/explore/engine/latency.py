@@ -7,9 +7,10 @@ unproductive round is about 1 ms; after progress the next round starts at
 once; no request waits behind another), unless the registration was cleaned
 up or stopped meanwhile (a chunk never fetched at all is lost: the liveness
 rules judge that). It is due once it is put and the receiver was polling for
-its key, got the request's previous chunk, or (chunk 0) had the request
-registered: whether the receiver polls or is told of puts, the chunk it waits
-for next is fetched at once.
+its key, got the request's previous chunk, or (chunk 0) registered the request
+(a load that registers, whose registration has not got a final since): whether
+the receiver polls or is told of puts, the chunk it waits for next is fetched at
+once.
 
 Judged in generated worlds (``Scenario.liveness`` set); after a failed get a receiver
 may back off as long as it likes, so only worlds whose receivers nothing holds up count.
