@@ -10,6 +10,7 @@ scheduler thread; and hands the history to the checker.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -151,10 +152,8 @@ def run_once(
     )
     runtime = ControlledRuntime(ctl)
     stand = ScenarioBed(scenario, lambda inner: ExplorerConnector(inner, ctl))
-    # outages and pauses in virtual time; the scheduler's busy steps are switch points
-    stand.use_clock(
-        runtime.monotonic, runtime.harness_sleep, lambda: ctl.switch_point("scheduler works")
-    )
+    works = functools.partial(ctl.switch_point, "scheduler works")  # busy steps: switch points
+    stand.use_clock(runtime.monotonic, runtime.harness_sleep, works)  # faults, pauses: virtual
     history = stand.history
     keywords = setup.keywords
     options = {k: v for k, v in scenario.options.items() if keywords.takes(k)}
@@ -201,10 +200,8 @@ def run_once(
                 raise FactoryFailed(_factory_failed(setup.factory, m, kwargs, exc)) from exc
             _name_primitives(adapter, "" if len(stand.layout) == 1 else f"{m.role}.")
             clock.member_bounds[m.role] = _stop_bound(keywords, options, adapter)
-            watched = False
-            if ctl.races or (ctl.tracking and pass_runtime):  # race points, footprints
-                watched = watch_state(adapter, ctl)
-            if ctl.tracking and (not pass_runtime or not watched):
+            watch = ctl.races or (ctl.tracking and pass_runtime)  # race points, footprints
+            if ((watch and not watch_state(adapter, ctl)) or not pass_runtime) and ctl.tracking:
                 ctl.opaque = True  # state DPOR cannot see: every step conflicts
             stand.drive(m, adapter, setup.wrap)
         ctl.role = ""
