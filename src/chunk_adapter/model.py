@@ -244,8 +244,7 @@ class ContractModel:
             and reg.token != held.token
             and self.key(held.request_id, reg.next_id, receiver=True) == held.key
         ):
-            self.gets_beside_held = True
-            self._settle()  # the current registration gets it
+            self.learn_gets_beside_held()  # the current registration gets it
             return
         value = self.store.pop(held.key, None)
         if value is not None:
