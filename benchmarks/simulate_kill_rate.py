@@ -7,6 +7,7 @@ each: exit code, whether a rule of the bug (or the liveness rule its loss shows
 first as) comes first, time to verdict, and the shrunk world's scheduler ops.
 
     python benchmarks/simulate_kill_rate.py [--jobs 2] [--only SUBSTRING] [--seeds 0,1,2]
+    python benchmarks/simulate_kill_rate.py --whole   # whole verify: every stage, in order
 
 With several seeds each seed draws another derandomized sample of worlds; a row is
 printed per adapter and seed, and a summary per seed and over all of them (a bug a
@@ -35,13 +36,14 @@ from tests.quality.unnamed import UNNAMED  # noqa: E402
 LIVENESS = {"R11", "R23"}
 
 
-def run(spec: str, expected: set[str], seed: int) -> dict[str, object]:
+def run(spec: str, expected: set[str], seed: int, whole: bool = False) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         start = time.monotonic()
         proc = subprocess.run(
             [sys.executable, "-m", "chunk_adapter", "verify", "--adapter", spec,
-             "--stage", "simulate", "--seed", str(seed), "--json", str(report)],
+             *(() if whole else ("--stage", "simulate")), "--seed", str(seed),
+             "--json", str(report)],
             cwd=ROOT, capture_output=True, text=True, check=False,
         )  # fmt: skip
         seconds = time.monotonic() - start
@@ -49,9 +51,10 @@ def run(spec: str, expected: set[str], seed: int) -> dict[str, object]:
         ops = None
         if report.exists():
             for check in json.loads(report.read_text())["checks"]:
-                if check["stage"] == "simulate":
+                if check["stage"] == "simulate" or (whole and check["verdict"] == "fail"):
                     rules = check["rules"]
                     ops = (check.get("extra") or {}).get("scheduler_ops")
+                    break
     right = bool(rules) and rules[0] in expected | LIVENESS
     return {"spec": spec, "seed": seed, "exit": proc.returncode, "rules": rules, "right": right,
             "seconds": round(seconds, 1), "ops": ops}  # fmt: skip
@@ -74,13 +77,14 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", default="")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds (default 0)")
+    parser.add_argument("--whole", action="store_true", help="whole verify, not the stage alone")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     cases = {f"tests.quality.{name}": rules for name, rules in CATALOGUE.items()}
     cases.update(UNNAMED)
     runs = [(k, v, seed) for seed in seeds for k, v in cases.items() if args.only in k]
     with ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda job: run(*job), runs))
+        rows = list(pool.map(lambda job: run(*job, whole=args.whole), runs))
     for group in ("tests.quality.unnamed.", "tests.quality.broken", "tests.quality.plain"):
         for row in rows:
             if str(row["spec"]).startswith(group):
