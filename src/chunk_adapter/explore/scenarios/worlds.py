@@ -367,7 +367,7 @@ def worlds(draw: Any) -> Scenario:
         stage_ids=stage_ids,
         default_src=default_src,
         latency=_pick(draw, (0.0, 0.001, 0.01, 0.05)),
-        think=_pick(draw, (0.0, 0.001, 0.01, 0.05)),
+        think=_pick(draw, (0.0, 0.001, 0.01)),
         busy=_pick(draw, BUSY),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
