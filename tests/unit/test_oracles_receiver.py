@@ -49,6 +49,21 @@ CASES = [
          [do.load("r"), do.received("r", [c("end", True)]), do.cleanup("r"), do.load("r"),
           do.get("r_1_0")],
          quiet(**NO_TRIES)),
+    case("R13", "quiet-when-a-replaced-registrations-follower-gets-last",
+         # a follower per registration (two get threads): the new registration's follower
+         # finds nothing, then the old one, whose token was read before the cleanup, gets
+         # the final (discarded), then the new one gets it; the old follower's get is the
+         # cleaned-up registration's (the false-alarm runs' seed 420, aio_followers)
+         [do.load("r"), do.cleanup("r"), do.load("r"), do.get("r_1_0", thread="follower-2"),
+          do.put("r_1_0", "new", True), do.get("r_1_0", c("new", True), thread="follower-1"),
+          do.get("r_1_0", c("new", True), thread="follower-2"), do.poll({"r": [c("new", True)]})],
+         quiet(quiescent=True, **NO_TRIES)),
+    case("R13", "fires-on-a-get-past-the-final-with-two-get-threads",
+         # the same two threads, no cleanup: nothing excuses the second get
+         [do.load("r"), do.put("r_1_0", "end", True),
+          do.get("r_1_0", c("end", True), thread="fetch-1"),
+          do.get("r_1_0", c("end", True), thread="fetch-2")],
+         first("R13", **NO_TRIES)),
     case("R16", "fires-on-a-hand-out-after-cleanup",
          [do.load("r"), do.received("r", [c("a")]), do.cleanup("r"), do.poll({"r": [c("a")]})],
          only("R16", **NO_TRIES)),
