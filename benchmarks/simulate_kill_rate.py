@@ -51,7 +51,9 @@ def run(spec: str, expected: set[str], seed: int, whole: bool = False) -> dict[s
         ops = None
         if report.exists():
             for check in json.loads(report.read_text())["checks"]:
-                if check["stage"] == "simulate" or (whole and check["verdict"] == "fail"):
+                # whole verify: the first failing check (a stage that passed lists every
+                # rule it covers); the stage alone: its one check
+                if (check["verdict"] == "fail") if whole else (check["stage"] == "simulate"):
                     rules = check["rules"]
                     ops = (check.get("extra") or {}).get("scheduler_ops")
                     break
