@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .rules import RECENT_REQUESTS
+
 __all__ = ["INTERVAL", "LogPace", "more"]
 
 INTERVAL = 1.0
 """Seconds between two lines of one kind about one key."""
-KEEP = 1024
-"""Keys remembered before the forgettable ones are dropped (bounded state, R24)."""
+KEEP = RECENT_REQUESTS // 2
+"""Keys remembered before the forgettable ones are dropped: at most ``KEEP + 1`` keys, so
+fewer requests than the record of recent ones R24 allows (it was 1,024 until the
+``simulate`` stage's R24 check found the reference holding 600 closed requests here)."""
 
 
 class LogPace:

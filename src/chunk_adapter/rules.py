@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from .errors import InvalidValue
 
-__all__ = ["ALL", "ORACLE", "VERIFIED", "Rule", "rule"]
+__all__ = ["ALL", "ORACLE", "RECENT_REQUESTS", "VERIFIED", "Rule", "rule"]
 
 
 class Rule(str):
@@ -81,6 +81,8 @@ R21 = Rule(21, "Bad input fails at the call", "Bad input and faults", oracle=Fal
 R22 = Rule(22, "Faults never kill a thread", "Bad input and faults")
 R23 = Rule(23, "Liveness", "Bad input and faults")
 R24 = Rule(24, "Bounded state", RELIABILITY, oracle=False)
+RECENT_REQUESTS = 500
+"""R24's allowance: an adapter may keep a record of at most this many recent requests."""
 R25 = Rule(25, "Permanent put errors fail at once", RELIABILITY, verified=False)
 R26 = Rule(26, "Draining and abandoning", RELIABILITY, verified=False)
 R27 = Rule(27, "Cancel marks of closed streams (a decision)", RELIABILITY, verified=False)

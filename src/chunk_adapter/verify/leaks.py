@@ -47,7 +47,7 @@ from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
 from ..oracles.violations import ContractViolation
-from ..rules import R23, R24
+from ..rules import R23, R24, RECENT_REQUESTS
 
 __all__ = ["BATCH", "PER_REQUEST", "RECORD", "WARMUP", "WINDOW", "Undecided", "probe_bounded_state"]
 
@@ -57,7 +57,7 @@ BATCH_BOUND = 3 * ARRIVE
 """Seconds one batch may take (its waits for chunks are bounded by ``ARRIVE`` each)."""
 WARMUP = 600
 """Ids run before the first measurement: caches and bounded histories fill up first."""
-RECORD = 500
+RECORD = RECENT_REQUESTS
 """The largest bounded record of recent requests R24 allows (below :data:`WARMUP`); also
 the span of ids whose lowest reading starts and ends a window (a multiple of :data:`BATCH`)."""
 WINDOW = 1500

@@ -6,6 +6,10 @@ FaultyConnector(MemoryConnector)))``, shared by every member of the scenario's t
 (:mod:`.pipeline`), and each member a recording builder, all recording into one
 :class:`~chunk_adapter.history.History`; runs the scenario's script as the
 scheduler thread; and hands the history to the checker.
+
+Over 400 lines, and one module because :func:`run_once`'s steps (build the members, run
+the script, settle, read what they hold at the cut, judge) share one controller, one bed
+and one call clock through its closures; the helpers below are those steps.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from .checks import Owed
 from .held import lock_failures
 from .latency import latency_failures
 from .result import Execution
+from .retained import retained, retained_failures
 from .timing import CallClock, held_failures, judged
 
 __all__ = [
@@ -59,6 +64,9 @@ __all__ = [
     "run_once",
 ]
 
+REPEAT_BUDGETS = 4
+"""A repeated world (``Scenario.repeat``) gets this many times the step budget of one world,
+however many copies it runs (past it: too long, skipped, not a verdict)."""
 QUIET = logging.getLogger("chunk_adapter.explore.adapter")
 """The logger the explored adapter gets: records go nowhere (many executions log faults)."""
 QUIET.addHandler(logging.NullHandler())
@@ -97,6 +105,9 @@ class Setup:
     slack: float = 0.0
     """Timer slack of every execution (:class:`~.controller.Controller`): 0 for the library
     scenarios and proofs (timeouts fire one at a time), a little for generated worlds."""
+    retained: bool = False
+    """Read, at the quiescent cut, which closed requests each adapter still holds (R24,
+    :mod:`.retained`; generated worlds)."""
     keywords: Keywords = field(init=False)
     """What the factory's signature says, read once for the run (:mod:`.keywords`)."""
 
@@ -143,7 +154,7 @@ def run_once(
     """Run *scenario* once under *scheduler*; the result carries the replay string."""
     ctl = Controller(
         scheduler,
-        max_steps=setup.max_steps,
+        max_steps=setup.max_steps * min(scenario.repeat, REPEAT_BUDGETS),
         wall_timeout=setup.wall_timeout,
         every_step=every_step,
         runtime="thread" if setup.runtime == "auto" else setup.runtime,
@@ -179,6 +190,12 @@ def run_once(
         return owed_so_far(history.tick())
 
     roles = tuple(m.role for m in stand.layout) if len(stand.layout) > 1 else ()
+    kept: dict[str, dict[str, str]] = {}  # R24: closed requests each member still holds
+
+    def before(op: Op) -> None:
+        if setup.retained and op.kind == "stop" and stand.cut is not None and not kept:
+            kept.update(retained(stand.built, history))  # at the cut, before stop()
+        _before(op, ctl, clock, roles)
 
     def main() -> None:
         for m in stand.layout:
@@ -210,7 +227,7 @@ def run_once(
         stand.run_script(
             settle=lambda: _settle(ctl, runtime, scenario, stand.faults_end, owed),
             note=ctl.note,
-            before=lambda op: _before(op, ctl, clock, roles),
+            before=before,
             after=lambda op: _after(op, ctl, clock),
         )
 
@@ -241,9 +258,11 @@ def run_once(
         build_roles=stand.build_roles,
         mode=setup.control.mode if setup.control else "white-box",
         pruned=ctl.pruned,
+        retained=kept,
     )
     if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(as_failure(found) for found in setup.checker(execution))
+        execution.failures.extend(retained_failures(execution))
     elif setup.checker is not None and any(f.kind == "livelock" for f in execution.failures):
         _livelock_root(execution, setup.checker)
     execution.failures.extend(clock.failures)

@@ -46,6 +46,9 @@ class Execution:
     """How the adapters were controlled: ``"white-box"`` or ``"substitution"``."""
     pruned: bool = False
     """The strategy ended it early as redundant (DPOR): not checked, not a trace."""
+    retained: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``member -> {closed request: where}`` its adapter still held at the cut
+    (:mod:`.retained`; only where the setup asks for it)."""
 
     @property
     def ok(self) -> bool:

@@ -18,6 +18,11 @@ on the reference adapter, it must pass (else the suite judged wrongly: never a
 red). What cannot be decided is counted, never a verdict: a world that outgrew
 the step budget is skipped; a thread the explorer cannot control ends the run
 as *inconclusive*.
+
+A world that passed while its adapter held closed requests (R24, :mod:`.retained`) is
+reduced and repeated once no world failed (:func:`_repeat_leaky`). Over 400 lines, and one
+module because the search, its shrinking and that repeat judge every world through the one
+``fails`` closure and fill one :class:`Simulation`.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.errors import HypothesisException
 
 from ...factory import AdapterFactory, reference_factory
+from ...rules import RECENT_REQUESTS
 from ..runtime.controller import Failure
 from ..runtime.tasks import signature as failure_signature
 from ..scenarios.scenario import Scenario
@@ -51,6 +57,7 @@ from ..strategies import (
 from .checks import default_checker, default_wrap
 from .execution import Setup, prepared, run_once
 from .result import NOT_CONTROLLED, Execution
+from .retained import holders
 
 __all__ = [
     "JUDGED_WRONG",
@@ -100,6 +107,10 @@ class Simulation:
     """The first failing world, as drawn."""
     found: Found | None = None
     """The smallest world that failed the same way (shrunk)."""
+    leaky: dict[frozenset[tuple[str, str]], Found] = field(default_factory=dict)
+    """Passing worlds whose adapters still held closed requests at the cut, the cheapest
+    (:func:`_cost`) for each set of records that held them (:func:`.retained.holders`): the
+    ones repeated to judge R24 when no world failed."""
     misjudged: Found | None = None
     """The first failing world the reference adapter fails too (skipped: *judged_wrongly*)."""
     stopped: Execution | None = None
@@ -202,6 +213,7 @@ def sim_setup(
         wrap=default_wrap(),
         runtime=runtime,
         slack=SLACK if slack is None else slack,
+        retained=True,
     )
 
 
@@ -258,6 +270,10 @@ def simulate(
         execution = runs[-1]
         if not execution.failures:
             sim.worlds += sim.first is None
+            if execution.retained:
+                held, leaky = holders(execution.retained), Found(world, execution, pick)
+                if held not in sim.leaky or _cost(leaky) < _cost(sim.leaky[held]):
+                    sim.leaky[held] = leaky
             return False
         kinds = {f.kind for f in execution.failures}
         if kinds & set(STOPS_THE_RUN):
@@ -315,8 +331,73 @@ def simulate(
             shrink_until[0] += shrink_seconds / 2  # the other half: op by op
             with contextlib.suppress(_Stop):
                 _reduce(sim, fails, deadline, shrink_until)
+        elif sim.stopped is None:
+            with contextlib.suppress(_Stop):
+                _repeat_leaky(sim, setup, fails, deadline)
     sim.seconds = time.monotonic() - start
     return sim
+
+
+def _cost(found: Found) -> tuple[int, int, int]:
+    return (found.execution.steps, *found.size)
+
+
+LEAKY_TRIES = 60
+"""At most this many smaller worlds are tried when a world to repeat is reduced."""
+LEAKY_RECORDS = 3
+"""At most this many leaky worlds are repeated, each showing a record not yet tried: a
+bounded record the adapter may keep (the reference's paced log lines of failed calls)
+holds closed requests too, and must not hide a leak in another."""
+
+
+def _repeat_leaky(
+    sim: Simulation,
+    setup: Setup,
+    fails: Callable[[tuple[Scenario, SchedulePick]], bool],
+    deadline: float,
+) -> None:
+    """The cheapest leaky world of each record (the fewest steps: a copy that waits out a
+    backoff while a receiver polls costs thousands), reduced and then repeated
+    (:func:`_repeated`) under one schedule, until one fails."""
+    tried: set[tuple[str, str]] = set()
+    for _ in range(LEAKY_RECORDS):
+        fresh = [found for held, found in sim.leaky.items() if not held <= tried]
+        if not fresh or time.monotonic() > deadline:
+            return
+        cheapest = min(fresh, key=_cost)
+        before = frozenset(tried)
+        tried |= holders(cheapest.execution.retained)
+        leaky = _smallest_leaky(cheapest, setup, deadline)
+        if holders(leaky.execution.retained) <= before:
+            continue  # reduced, it shows only records already tried
+        if fails((_repeated(leaky), ("random", leaky.pick[1], (0,)))):
+            return
+
+
+def _smallest_leaky(leaky: Found, setup: Setup, deadline: float) -> Found:
+    """*leaky* with every op removed, one at a time, that it still passes and holds closed
+    requests without: each copy of the repeated world is then as cheap as it can be."""
+    tries, i = 0, 0
+    while i < len(leaky.world.ops) and tries < LEAKY_TRIES and time.monotonic() < deadline:
+        ops = leaky.world.ops
+        smaller = replace(leaky.world, ops=tuple(usage([*ops[:i], *ops[i + 1 :]])))
+        tries += 1
+        if smaller.ops != ops:
+            execution = run_world(smaller, strategy_for(leaky.pick, smaller), setup)[-1]
+            if not execution.failures and execution.retained:
+                leaky = Found(smaller, execution, leaky.pick)
+                continue
+        i += 1
+    return leaky
+
+
+def _repeated(leaky: Found) -> Scenario:
+    """*leaky*'s world repeated until twice the requests R24 allows a record of are closed,
+    were each copy to close as many as the world did (:mod:`.retained`): a leak that shows
+    in half the copies' interleavings is still seen."""
+    held = max(len(names) for names in leaky.execution.retained.values())
+    copies = -(-2 * RECENT_REQUESTS // held)
+    return replace(leaky.world, repeat=leaky.world.repeat * copies)
 
 
 REDUCE_RUNS = 300
@@ -389,7 +470,8 @@ def reference_fails(
     """The first execution of *world* on the reference adapter, under *runs* random
     schedules, that fails with a verdict (the suite would be judging wrongly), or ``None``."""
     setup = sim_setup(reference_factory, wall_timeout=wall_timeout, max_steps=MAX_STEPS)
-    strategy = RandomStrategy(seed=0, executions=runs)
+    # a repeated world is many worlds already: fewer schedules of it
+    strategy = RandomStrategy(seed=0, executions=max(2, runs // world.repeat))
     with prepared(setup):
         while strategy.start_execution():
             execution = run_once(world, strategy, setup, every_step=strategy.every_step)

@@ -36,7 +36,7 @@ scheduler doing other work for *seconds* of virtual time.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
 from ...errors import InvalidValue
@@ -57,6 +57,7 @@ __all__ = [
     "pause",
     "poll",
     "relay",
+    "renamed",
     "save",
     "settle",
     "slow",
@@ -215,6 +216,19 @@ def stop(on: str | None = None) -> Op:
     return Op("stop", on=on)
 
 
+def renamed(op: Op, suffix: str) -> Op:
+    """*op* on request ``rid + suffix``: its request id, chunk key or build key renamed."""
+    if op.request_id is not None:
+        op = replace(op, request_id=op.request_id + suffix)
+    if op.key is not None:
+        if op.what == "build":  # a build fault names a request
+            return replace(op, key=op.key + suffix)
+        parts = op.key.rsplit("_", 2)
+        if len(parts) == 3:  # a chunk key: rid_stage_chunk
+            op = replace(op, key=f"{parts[0]}{suffix}_{parts[1]}_{parts[2]}")
+    return op
+
+
 def _default(f: Field[Any]) -> Any:
     """A dataclass field's default value."""
     return f.default_factory() if f.default_factory is not MISSING else f.default
@@ -267,6 +281,11 @@ class Scenario:
     loaded machine preempts a thread for a few milliseconds): a thread asleep then gets
     into the gap (:attr:`~..runtime.controller.Controller.early_timers`). 0: timers fire
     only when no thread can run (the library's scenarios, DPOR, the proofs)."""
+    repeat: int = 1
+    """The program runs this many times in one execution, copy *k* with its own request
+    ids (``rid`` becomes ``rid~k``, and its chunk keys and faults with it), one copy right
+    after the other. R24 is judged so (:mod:`..engine.retained`): the few requests one
+    copy closes decide nothing, as R24 allows a record of 500 recent ones."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):
@@ -291,6 +310,16 @@ class Scenario:
                     f"Scenario {self.name!r}: relay() needs a middle adapter; "
                     "use topology='three-stage'"
                 )
+        if isinstance(self.repeat, bool) or not isinstance(self.repeat, int) or self.repeat < 1:
+            raise InvalidValue(
+                f"Scenario {self.name!r}: repeat={self.repeat!r} must be an int >= 1 (the "
+                "copies of the program one execution runs)"
+            )
+        if self.repeat > 1 and any(op.kind == "stop" for op in self.ops):
+            raise InvalidValue(
+                f"Scenario {self.name!r}: a program that calls stop() cannot be repeated "
+                f"(repeat={self.repeat}); leave the stop() out, the runner adds it at the end"
+            )
         if self.stage_ids and (
             len(self.stage_ids) != len(roles)
             or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in self.stage_ids)
@@ -303,9 +332,12 @@ class Scenario:
     @property
     def script(self) -> tuple[Op, ...]:
         """The ops as run: the given ones plus ``drain(), stop()`` unless it stops itself."""
-        if self.ops and self.ops[-1].kind == "stop":
-            return self.ops
-        return (*self.ops, drain(), stop())
+        ops = self.ops
+        if self.repeat > 1:
+            ops = tuple(renamed(op, f"~{k}") for k in range(self.repeat) for op in self.ops)
+        if ops and ops[-1].kind == "stop":
+            return ops
+        return (*ops, drain(), stop())
 
     @property
     def layout(self) -> tuple[str, int, tuple[int, ...], bool]:

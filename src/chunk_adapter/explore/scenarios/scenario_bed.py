@@ -72,6 +72,9 @@ class ScenarioBed:
         }
         self.adapters: dict[str, Any] = {}
         """``role -> adapter`` as driven (wrapped by the driver's *wrap*, if any)."""
+        self.built: dict[str, Any] = {}
+        """The adapters as the factory built them, by the name their calls are recorded
+        under (the role; ``"adapter"`` when the topology has one member)."""
         self.cut: int | None = None
         self.saved: list[Any] = []
         """The objects handed to ``save_async``, in order (``mutate()`` changes them)."""
@@ -114,6 +117,7 @@ class ScenarioBed:
         if len(self.layout) > 1 and hasattr(target, "name"):
             target.name = member.role
         self.adapters[member.role] = target
+        self.built[member.role if len(self.layout) > 1 else "adapter"] = adapter
 
     def run_script(
         self,

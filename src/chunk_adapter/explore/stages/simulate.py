@@ -39,7 +39,7 @@ from ...factory import (
 from ...history import ConnectorOp
 from ...outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ...profiles import current_profile, example_database
-from ...rules import ORACLE
+from ...rules import ORACLE, R24
 from ..control.plan import plan_control
 from ..engine.execution import prepared
 from ..engine.explorer import describe
@@ -66,9 +66,10 @@ from .explore import _first_line, _rules
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
 CHECK = "generated worlds"
-RULES: tuple[str, ...] = ORACLE  # every rule the oracles judge from the history
+RULES: tuple[str, ...] = (*ORACLE, R24)  # the oracles' rules, and R24 at the cut
 """What a generated world can find broken: every rule a history, the virtual clock or the
-explorer can show (R21 is bad input, which no world passes; R24 is memory)."""
+explorer can show, and R24 by what the adapters still hold of closed requests at a world's
+quiescent cut (:mod:`..engine.retained`; R21 is bad input, which no world passes)."""
 OPTION_STOP = 2.0
 """Seconds the adapter built to see its options gets to stop (then it is abandoned)."""
 RESERVE = 0.2
