@@ -29,6 +29,7 @@ from chunk_adapter.errors import InvalidValue  # noqa: E402
 from chunk_adapter.explore.engine.execution import Execution, prepared  # noqa: E402
 from chunk_adapter.explore.engine.reproduce import SIM  # noqa: E402
 from chunk_adapter.explore.engine.simulate import (  # noqa: E402
+    reference_fails,
     replay_world,
     run_world,
     signature,
@@ -473,3 +474,27 @@ def test_a_chunk_put_while_its_request_is_not_registered_is_not_late() -> None:
         for seed in range(40):
             runs = run_world(world, strategy_for(("random", seed, ()), world), setup)
             assert runs[-1].ok, (seed, runs[-1].failures)
+
+
+@pytest.mark.rule("R17")
+def test_a_get_in_flight_across_a_cleanup_makes_nothing_due() -> None:
+    """A judge error the false-alarm run at seed 440 found (exit 3 for all 19 correct
+    adapters: the reference failed the world too). The middle's get of chunk 0 began before
+    a ``cleanup_receiver`` of its request and ended after it: what it got may be stale, for
+    a registration that is gone, so chunk 1 was not owed until the request was registered
+    again (and fetched promptly then). The world as drawn, on the reference, 20 schedules."""
+    world = Scenario(
+        "world",
+        (
+            load("a"), save("a", None), save("a", [2, [[], b"\x00X"]]), save("a", [3, 5]),
+            settle(), load("a", on="middle"), poll(on="middle"), save("a", [7, [{}]]),
+            pause(0.01), save("a", None), cleanup("a", on="middle"), save("a", None, True),
+            settle(), load("a", on="middle"), settle(), save("a", None),
+            cleanup("a", on="middle"), settle(), save("a", None, True), poll(),
+        ),
+        options={"wait_timeout": 1.0}, consume_on_get=False, notify=True,
+        topology="three-stage", stage_ids=(0, 1, 2), default_src=True, latency=0.05,
+        busy=24, liveness=2.0, preempt=0.01,
+    )  # fmt: skip
+    failed = reference_fails(world, wall_timeout=10.0)
+    assert failed is None, failed.failures

@@ -7,7 +7,8 @@ unproductive round is about 1 ms; after progress the next round starts at
 once; no request waits behind another), unless the registration was cleaned
 up or stopped meanwhile (a chunk never fetched at all is lost: the liveness
 rules judge that). It is due once it is put and the receiver was polling for
-its key, got the request's previous chunk, or (chunk 0) registered the request
+its key, got the request's previous chunk (by a get no cleanup of the request or stop
+overlapped: a get in flight across a cleanup may be stale), or (chunk 0) registered the request
 (a load that registers, whose registration has not got a final since): whether
 the receiver polls or is told of puts, the chunk it waits for next is fetched at
 once.
@@ -122,7 +123,12 @@ def _due(
         )
     if n > 0:
         for g in gets[f"{rid}_{stage}_{n - 1}"]:
-            if g.begin > since and g.outcome == "ok" and not _final(g.value):
+            if (
+                g.begin > since
+                and g.outcome == "ok"
+                and not _final(g.value)
+                and not _fenced(fences, rid, g)
+            ):
                 at = times[g.end]
                 starts.append(
                     (
@@ -144,6 +150,18 @@ def _due(
                 )
                 break
     return max(starts, key=lambda s: s[1]) if starts else None
+
+
+def _fenced(
+    fences: dict[str | None, list[tuple[int, float, str]]], rid: str, g: ConnectorOp
+) -> bool:
+    """Whether the request was cleaned up (or the receiver stopped) while get *g* was in
+    flight: what it got may be stale, for a registration that is gone, so it is no
+    progress that makes the next chunk due (a new registration owes chunk 0 first)."""
+    return any(
+        g.begin < seq < g.end and call != "load_async"
+        for seq, _, call in fences[rid] + fences[None]
+    )
 
 
 def _got_a_final(gets: dict[str, list[ConnectorOp]], rid: str, after: int, before: int) -> bool:
