@@ -87,6 +87,25 @@ def test_walk_skips_what_the_harness_gave_and_module_globals() -> None:
     assert reachable_names(Adapter(), {"a", "b", "c", "ChunkAdapter"}, skip=[harness]) == {}
 
 
+def test_walk_goes_past_odd_objects_without_failing() -> None:
+    import weakref
+
+    class Gone:
+        pass
+
+    class Moduleless:
+        pass
+
+    Moduleless.__module__ = None  # type: ignore[assignment]
+    dead = weakref.proxy(Gone())  # its target is collected at once
+
+    class Adapter:
+        def __init__(self) -> None:
+            self.odd = [dead, Moduleless(), {"r": 1}]
+
+    assert reachable_names(Adapter(), {"r"}) == {"r": "odd"}
+
+
 def test_walk_names_the_attribute_path_of_a_nested_record() -> None:
     class Record:
         def __init__(self) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import gc
 import types
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ...history import History
 from ...oracles import CallRecord, split_key
@@ -89,12 +89,14 @@ def reachable_names(root: object, names: set[str], skip: Iterable[object] = ()) 
             if id(ref) in seen:
                 continue
             seen.add(id(ref))
-            if isinstance(ref, str):
+            kind = type(ref)  # not isinstance: a proxy answers for its target, or raises
+            if issubclass(kind, str):
                 parts = split_key(ref) if ref not in names else (ref, 0, 0)
                 if parts is not None and parts[0] in names:
                     found.setdefault(parts[0], at)
                 continue
-            if isinstance(ref, _OPAQUE) or type(ref).__module__.startswith(NOT_THE_ADAPTER):
+            module = getattr(kind, "__module__", None)
+            if issubclass(kind, _OPAQUE) or str(module).startswith(NOT_THE_ADAPTER):
                 continue
             stack.append((ref, at))
     return found
@@ -102,15 +104,16 @@ def reachable_names(root: object, names: set[str], skip: Iterable[object] = ()) 
 
 def _children(obj: object, where: str) -> list[tuple[Any, str]]:
     """What *obj* refers to, each with the attribute path that reaches it."""
-    if isinstance(obj, dict):  # the collector does not visit a dict's str keys
-        return [(ref, where) for ref in (*obj.keys(), *obj.values())]
-    if isinstance(obj, types.FunctionType):
+    if issubclass(type(obj), dict):  # the collector does not visit a dict's str keys
+        mapping = cast("dict[Any, Any]", obj)
+        return [(ref, where) for ref in (*mapping.keys(), *mapping.values())]
+    if type(obj) is types.FunctionType:
         refs = [*(obj.__closure__ or ()), *(obj.__defaults__ or ()), obj.__kwdefaults__]
         return [(ref, where) for ref in refs]
     named: list[tuple[Any, str]] = []
     try:
         attrs = vars(obj)
-    except TypeError:  # no __dict__: slots and C objects, through the collector only
+    except Exception:  # no __dict__ (slots, C objects), or a proxy whose target is gone
         attrs = {}
     if isinstance(attrs, dict):
         dot = "." if where else ""
