@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gc
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, cast
 
 from ...history import History
@@ -74,13 +74,13 @@ def closed_requests(history: History, member: str) -> set[str]:
     return closed
 
 
-def reachable_names(root: object, names: set[str], skip: Iterable[object] = ()) -> dict[str, str]:
+def reachable_names(root: object, names: set[str]) -> dict[str, str]:
     """The *names* some object reachable from *root* mentions (a string equal to one, or a
     chunk key ``rid_stage_n`` of one), each with where: the attributes walked from *root*
-    to it (``"_sends._last"``; ``""``: held by *root*'s containers themselves). Objects in
-    *skip*, types, modules, code, frames and the harness's objects (:data:`NOT_THE_ADAPTER`)
-    are not walked; a function only through its closure and defaults (not its globals)."""
-    seen = {id(root), *(id(o) for o in skip)}
+    to it (``"_sends._last"``; ``""``: held by *root*'s containers themselves). Types,
+    modules, code, frames and the harness's objects (:data:`NOT_THE_ADAPTER`) are not
+    walked; a function only through its closure and defaults (not its globals)."""
+    seen = {id(root)}
     stack: list[tuple[object, str]] = [(root, "")]
     found: dict[str, str] = {}
     while stack:

@@ -39,7 +39,9 @@ from __future__ import annotations
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
+from ...connectors import chunk_key
 from ...errors import InvalidValue
+from ...oracles import split_key
 
 __all__ = [
     "TOPOLOGIES",
@@ -223,9 +225,10 @@ def renamed(op: Op, suffix: str) -> Op:
     if op.key is not None:
         if op.what == "build":  # a build fault names a request
             return replace(op, key=op.key + suffix)
-        parts = op.key.rsplit("_", 2)
-        if len(parts) == 3:  # a chunk key: rid_stage_chunk
-            op = replace(op, key=f"{parts[0]}{suffix}_{parts[1]}_{parts[2]}")
+        parts = split_key(op.key)
+        if parts is not None:  # a chunk key: rid_stage_chunk
+            rid, stage, chunk = parts
+            op = replace(op, key=chunk_key(rid + suffix, stage, chunk))
     return op
 
 
