@@ -8,8 +8,9 @@ and :class:`~.builders.GatedBuilder` (builds) consult before each call:
 * a **slow** entry makes the next *times* matching calls take *seconds*
   longer (the wrapper sleeps before the call);
 * a **latency** makes every call take a random time up to that bound, drawn
-  from a seeded ``random.Random`` (:meth:`TimedFaults.set_latency`), so the same
-  calls in the same order take the same times.
+  from the seed, the call and how many such calls on its key came before it
+  (:meth:`TimedFaults.set_latency`, :func:`keyed_random`), so the same calls take
+  the same times, and a call keeps its time when unrelated calls come and go.
 
 Times are read from ``clock`` and slept with ``sleep``: real time by default;
 the explorer passes its virtual clock and sleep, so a 60-second outage costs no
@@ -18,7 +19,7 @@ wall time and replays exactly (:meth:`TimedFaults.use_clock`).
 
 from __future__ import annotations
 
-import random
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValue
 
-__all__ = ["TimedFaults"]
+__all__ = ["TimedFaults", "keyed_random"]
 
 
 @dataclass
@@ -61,7 +62,8 @@ class TimedFaults:
         self._slow: list[_Slow] = []
         self._busy_until = float("-inf")  # when the slow calls begun so far end
         self._latency = 0.0
-        self._random = random.Random(0)
+        self._seed = 0
+        self._calls: dict[tuple[str, str], int] = {}  # (op, key) -> latencies drawn
 
     def use_clock(self, clock: Callable[[], float], sleep: Callable[[float], None]) -> None:
         """Read time from *clock* and wait with *sleep* from now on (the explorer's)."""
@@ -72,7 +74,7 @@ class TimedFaults:
         if not 0 <= seconds < float("inf"):
             raise InvalidValue(f"a latency is a finite time >= 0 s, got seconds={seconds!r}")
         with self._lock:
-            self._latency, self._random = seconds, random.Random(seed)
+            self._latency, self._seed = seconds, seed
 
     def outage(self, op: str, key: str | None, seconds: float) -> float:
         """Fail every *op* call (on *key*, or any) for *seconds* from now; returns the end."""
@@ -97,13 +99,19 @@ class TimedFaults:
         with self._lock:
             return max([self._busy_until, *(w.end for w in self._windows)])
 
+    def _jitter(self, op: str, key: str) -> float:
+        """A number in [0, 1) for the *n*-th *op* call on *key* (under the lock)."""
+        n = self._calls.get((op, key), 0)
+        self._calls[(op, key)] = n + 1
+        return keyed_random(self._seed, op, key, n)
+
     def before(self, op: str, key: str) -> bool:
         """Called before each *op* call on *key*: waits out a slow entry, then says
         whether an outage fails the call."""
         with self._lock:
             if not self._windows and not self._slow and not self._latency:
                 return False
-            delay = self._random.random() * self._latency
+            delay = self._jitter(op, key) * self._latency if self._latency else 0.0
             for slow in self._slow:
                 if slow.times > 0 and slow.op == op and slow.key in (None, key):
                     slow.times -= 1
@@ -119,6 +127,15 @@ class TimedFaults:
                 w.op == op and w.key in (None, key) and w.start <= now < w.end
                 for w in self._windows
             )
+
+
+def keyed_random(*parts: object) -> float:
+    """A number in [0, 1) fixed by *parts* (their ``str``): the same call draws the same
+    number whatever else was drawn before it, so a world with an op removed keeps every
+    other op's timing (a shared stream would shift every later draw, and a race that
+    needed those timings would be lost while the world shrinks)."""
+    digest = hashlib.blake2b(":".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
 
 
 def _check(op: str, seconds: float) -> None:

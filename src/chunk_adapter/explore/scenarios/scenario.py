@@ -275,6 +275,12 @@ class Scenario:
     virtual time passing: the adapter's runnable threads run beside it, so its next call
     may land in the middle of one of their operations (``think`` sleeps, and a sleep lets
     every runnable thread finish first; a real scheduler does not wait for them)."""
+    timing_seed: int = 0
+    """What every drawn time of the world is keyed on, with the call it is for: each
+    call's latency, each op's think time and busy steps
+    (:func:`~chunk_adapter.connectors.timed.keyed_random`). Keyed, not drawn from one
+    stream, so an op removed while the world shrinks leaves every other call's times
+    as they were; seeded per world, so worlds that share a call do not share its times."""
     liveness: float = 0.0
     """Virtual seconds ``settle()`` goes on, after the faults ended, while something is still
     owed (0: it stops once quiet, as the library's scenarios always did)."""
@@ -317,6 +323,11 @@ class Scenario:
             raise InvalidValue(
                 f"Scenario {self.name!r}: repeat={self.repeat!r} must be an int >= 1 (the "
                 "copies of the program one execution runs)"
+            )
+        if isinstance(self.timing_seed, bool) or not isinstance(self.timing_seed, int):
+            raise InvalidValue(
+                f"Scenario {self.name!r}: timing_seed={self.timing_seed!r} must be an int "
+                "(what the world's latencies and think times are drawn from)"
             )
         if self.repeat > 1 and any(op.kind == "stop" for op in self.ops):
             raise InvalidValue(

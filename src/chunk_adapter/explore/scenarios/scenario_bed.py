@@ -14,13 +14,14 @@ they pass in: the outer wrapper, how the adapters are made, and the hooks.
 from __future__ import annotations
 
 import copy
-import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from ...bed.stack import Bed
 from ...connectors.base import Connector
+from ...connectors.timed import keyed_random
 from ...history import History
 from .pipeline import DRAIN_ROUNDS, Member, apply, drain_round, members
 from .scenario import Op, Scenario
@@ -80,9 +81,11 @@ class ScenarioBed:
         """The objects handed to ``save_async``, in order (``mutate()`` changes them)."""
         self.sleep: Callable[[float], None] = self.bed.faulty.timed.sleep
         self.clock: Callable[[], float] = self.bed.faulty.timed.clock
-        for seed, timed in enumerate(self.timed):
-            timed.set_latency(scenario.latency, seed)
-        self._think = random.Random(len(self.timed))  # the scheduler's think times
+        for i, timed in enumerate(self.timed):
+            timed.set_latency(scenario.latency, scenario.timing_seed * len(self.timed) + i)
+        self._paced: Counter[tuple[str, str | None, str | None]] = Counter()
+        """Ops carried out so far by (kind, request, member): an op's think time and busy
+        steps are keyed on that and ``Scenario.timing_seed``."""
         self.spin: Callable[[], None] = lambda: None
         """One step of the scheduler's own work (``Scenario.busy``): a switch point under
         the explorer, nothing on real threads."""
@@ -141,10 +144,13 @@ class ScenarioBed:
             after(op)
             if op.kind in ("settle", "stop", "pause"):
                 continue
+            which = (self.scenario.timing_seed, op.kind, op.request_id, op.on)
+            n = self._paced[which[1:]]
+            self._paced[which[1:]] += 1
             if self.scenario.think:
-                self.sleep(self._think.random() * self.scenario.think)
+                self.sleep(keyed_random("think", *which, n) * self.scenario.think)
             if self.scenario.busy:
-                for _ in range(self._think.randint(0, self.scenario.busy)):
+                for _ in range(int(keyed_random("busy", *which, n) * (self.scenario.busy + 1))):
                     self.spin()
 
     def _drain(

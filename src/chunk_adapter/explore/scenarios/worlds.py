@@ -372,6 +372,7 @@ def worlds(draw: Any) -> Scenario:
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
         preempt=PREEMPT,
+        timing_seed=draw(_int(0, 2**16)),
     )
 
 
