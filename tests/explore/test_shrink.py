@@ -123,6 +123,17 @@ def test_a_calls_latency_stays_when_other_calls_come_and_go() -> None:
     assert all(0 <= d < 0.01 for d in with_b.values())
 
 
+def test_setting_the_latency_again_starts_the_draws_over() -> None:
+    slept: list[float] = []
+    timed = TimedFaults()
+    timed.use_clock(lambda: 0.0, slept.append)
+    for _ in range(2):
+        timed.set_latency(0.01, 3)
+        for _ in range(3):
+            timed.before("get", "a_0_0")
+    assert slept[:3] == slept[3:] and len(set(slept)) == 3, slept
+
+
 def test_keyed_random_is_a_fixed_fraction_of_its_parts() -> None:
     assert keyed_random("think", 1, "save", "a", None, 0) == keyed_random(
         "think", 1, "save", "a", None, 0

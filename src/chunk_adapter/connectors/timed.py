@@ -75,6 +75,7 @@ class TimedFaults:
             raise InvalidValue(f"a latency is a finite time >= 0 s, got seconds={seconds!r}")
         with self._lock:
             self._latency, self._seed = seconds, seed
+            self._calls.clear()  # the draws start over, as a new stream would
 
     def outage(self, op: str, key: str | None, seconds: float) -> float:
         """Fail every *op* call (on *key*, or any) for *seconds* from now; returns the end."""
