@@ -17,27 +17,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from ...oracles import split_key
-from ..scenarios.scenario import Op, Scenario
+from ..scenarios.scenario import Op, Scenario, request_of
 from ..scenarios.worlds import usage
 
 __all__ = ["CALLS", "groups", "reduce_ops"]
 
 CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay", "stop", "mutate")
 """The scheduler's calls: what a world's size is counted in."""
-
-
-def request_of(op: Op) -> str | None:
-    """The request *op* names: its request id, or the request of the chunk key (or build
-    key) its fault is on; ``None`` for an op on no one request."""
-    if op.request_id is not None:
-        return op.request_id
-    if op.key is None:
-        return None
-    if op.what == "build":  # a build fault names a request
-        return op.key
-    parts = split_key(op.key)
-    return parts[0] if parts is not None else None
 
 
 def groups(ops: tuple[Op, ...]) -> Iterator[tuple[int, ...]]:
@@ -73,16 +59,15 @@ def reduce_ops(
     (read before each: the caller may move it). *keeps* is called with each candidate and
     says whether to keep it (it may note what it saw).
     """
-    left = [tries]
 
     def attempt(drop: set[int]) -> bool:
-        nonlocal world
-        if left[0] <= 0 or time.monotonic() > until():
+        nonlocal world, tries
+        if tries <= 0 or time.monotonic() > until():
             raise _Spent
         candidate = _without(world, drop)
         if candidate.ops == world.ops:
             return False
-        left[0] -= 1
+        tries -= 1
         if keeps(candidate):
             world = candidate
             return True

@@ -424,7 +424,7 @@ def _reduce(
     found = sim.found
 
     def keeps(candidate: Scenario) -> bool:
-        pick = sim.found.pick if sim.found is not None else found.pick
+        pick = (sim.found or found).pick  # the smallest failing world's, as fails() kept it
         return any(fails((candidate, p)) for p in (pick, *FALLBACK_PICKS))
 
     reduce_ops(found.world, keeps, tries=REDUCE_RUNS, until=lambda: min(deadline, shrink_until[0]))

@@ -60,6 +60,7 @@ __all__ = [
     "poll",
     "relay",
     "renamed",
+    "request_of",
     "save",
     "settle",
     "slow",
@@ -230,6 +231,19 @@ def renamed(op: Op, suffix: str) -> Op:
             rid, stage, chunk = parts
             op = replace(op, key=chunk_key(rid + suffix, stage, chunk))
     return op
+
+
+def request_of(op: Op) -> str | None:
+    """The request *op* names: its request id, or the request of the build key or chunk key
+    its fault is on (as :func:`renamed` reads them); ``None`` for an op on no one request."""
+    if op.request_id is not None:
+        return op.request_id
+    if op.key is None:
+        return None
+    if op.what == "build":  # a build fault names a request
+        return op.key
+    parts = split_key(op.key)
+    return parts[0] if parts is not None else None
 
 
 def _default(f: Field[Any]) -> Any:

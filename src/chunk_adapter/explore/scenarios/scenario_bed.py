@@ -144,13 +144,14 @@ class ScenarioBed:
             after(op)
             if op.kind in ("settle", "stop", "pause"):
                 continue
-            which = (self.scenario.timing_seed, op.kind, op.request_id, op.on)
-            n = self._paced[which[1:]]
-            self._paced[which[1:]] += 1
+            which = (op.kind, op.request_id, op.on)
+            n, seed = self._paced[which], self.scenario.timing_seed
+            self._paced[which] += 1
             if self.scenario.think:
-                self.sleep(keyed_random("think", *which, n) * self.scenario.think)
+                self.sleep(keyed_random("think", seed, *which, n) * self.scenario.think)
             if self.scenario.busy:
-                for _ in range(int(keyed_random("busy", *which, n) * (self.scenario.busy + 1))):
+                steps = int(keyed_random("busy", seed, *which, n) * (self.scenario.busy + 1))
+                for _ in range(steps):
                     self.spin()
 
     def _drain(
