@@ -57,6 +57,7 @@ from chunk_adapter.explore.scenarios.worlds import worlds  # noqa: E402
 from chunk_adapter.explore.stages import simulate as sim_stage  # noqa: E402
 from chunk_adapter.explore.strategies import DrawnStrategy  # noqa: E402
 from chunk_adapter.factory import load_factory, reference_factory  # noqa: E402
+from chunk_adapter.history import ConnectorOp  # noqa: E402
 from chunk_adapter.oracles import CallRecord  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402
 from chunk_adapter.verify.replay import replay_string  # noqa: E402
@@ -235,6 +236,25 @@ def test_a_new_stream_for_a_registration_that_got_its_final_is_owed_nothing() ->
     )  # fmt: skip
     assert run(world).ok, run(world).failures
     assert run(world, "tests.quality.correct.queue_fifo:make").ok
+
+
+@pytest.mark.rule("R17")
+def test_a_new_stream_put_while_the_registration_is_past_chunk_0_is_owed_nothing() -> None:
+    """A judge error the reference adapter met at simulate seed 450: the registration
+    got chunk 0 of the old stream, the next stream's chunk 0 was put while it still
+    waited for the old final (1 ms later, in a 10 ms idle pause), and that chunk 0 was
+    judged due "with the request registered" — to a registration already past chunk 0.
+    It is the next registration's, which the cleanup and load 0.5 s later make. (A
+    registration that got nothing is still owed chunk 0: the notified-receiver test.)"""
+    world = Scenario(
+        "w", (save("a", [1]), load("a"), save("a", [2], True), save("a", [3]), settle(),
+              pause(0.5), cleanup("a"), load("a"), settle()),
+        options={"idle_backoff": 0.01}, think=0.001, busy=6, timing_seed=3100, **WORLD,
+    )  # fmt: skip
+    execution = run(world)
+    assert execution.ok, execution.failures
+    puts = [r.key for r in execution.history.records(ConnectorOp) if r.op == "put"]
+    assert puts == ["a_0_0", "a_0_1", "a_0_0"]  # the new stream's chunk 0 was put
 
 
 @pytest.mark.rule("R18")

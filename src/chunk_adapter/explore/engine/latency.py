@@ -9,7 +9,9 @@ up or stopped meanwhile (a chunk never fetched at all is lost: the liveness
 rules judge that). It is due once it is put and the receiver was polling for
 its key, got the request's previous chunk (by a get no cleanup of the request or stop
 overlapped: a get in flight across a cleanup may be stale), or (chunk 0) registered the request
-(a load that registers, whose registration has not got a final since): whether
+(a load that registers, whose registration has got nothing of the
+request since: one that got a chunk is past chunk 0, and a chunk 0 put then is a new
+stream's, owed to the next registration): whether
 the receiver polls or is told of puts, the chunk it waits for next is fetched at
 once.
 
@@ -143,8 +145,8 @@ def _due(
         for seq, at, call in fences[rid]:
             registers, previous = previous == "cleanup_receiver", call
             if call == "load_async" and registers and seq > since:
-                if _got_a_final(gets, rid, seq, put.end):
-                    break  # that registration is done: nothing of a new stream is owed
+                if _got_any(gets, rid, seq, put.end):
+                    break  # that registration is past chunk 0 (or done): it owes no new 0
                 starts.append(
                     (seq, max(at, put_at), f"with the request registered (at t={at:.3f} s)")
                 )
@@ -164,11 +166,12 @@ def _fenced(
     )
 
 
-def _got_a_final(gets: dict[str, list[ConnectorOp]], rid: str, after: int, before: int) -> bool:
-    """Whether a get of *rid*'s keys that began after *after* returned a final chunk
-    before *before*."""
+def _got_any(gets: dict[str, list[ConnectorOp]], rid: str, after: int, before: int) -> bool:
+    """Whether a get of *rid*'s keys that began after *after* returned a chunk before
+    *before*: the registration made at *after* is past chunk 0 then (a chunk 0 put later
+    is a new stream's, owed to the next registration), or done (it got a final)."""
     return any(
-        g.outcome == "ok" and g.begin > after and g.end < before and _final(g.value)
+        g.outcome == "ok" and g.begin > after and g.end < before
         for key, ops in gets.items()
         if (parsed := split_key(key)) is not None and parsed[0] == rid
         for g in ops
