@@ -257,6 +257,23 @@ def test_a_new_stream_put_while_the_registration_is_past_chunk_0_is_owed_nothing
     assert puts == ["a_0_0", "a_0_1", "a_0_0"]  # the new stream's chunk 0 was put
 
 
+@pytest.mark.rule("R17")
+def test_a_new_streams_chunk_put_after_the_receiver_got_that_chunk_id_is_owed_nothing() -> None:
+    """The same judge error past chunk 0 (the reference adapter, simulate seeds 464 and 466): on a
+    connector that keeps values, the registration got the new stream's chunk 0 and then
+    the old stream's final at ``a_0_1``; the new stream's chunk 1, put after that, was
+    judged due "after the receiver got chunk 0" — to a registration that was done."""
+    world = Scenario(
+        "w", (save("a", [0]), save("a", [6], True), save("a", [10]), load("a"), settle(),
+              save("a", [16]), pause(0.5), cleanup("a"), load("a"), settle()),
+        consume_on_get=False, notify=True, **WORLD,
+    )  # fmt: skip
+    execution = run(world)
+    assert execution.ok, execution.failures
+    got = [(r.key, r.value) for r in execution.history.records(ConnectorOp) if r.op == "get"]
+    assert ("a_0_1", {"data": [6], "finished": True}) in got  # the old final, got first
+
+
 @pytest.mark.rule("R18")
 def test_a_stop_that_waits_out_its_threads_timeouts_breaks_r18() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True), settle()), **WORLD)

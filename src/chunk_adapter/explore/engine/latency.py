@@ -8,12 +8,11 @@ once; no request waits behind another), unless the registration was cleaned
 up or stopped meanwhile (a chunk never fetched at all is lost: the liveness
 rules judge that). It is due once it is put and the receiver was polling for
 its key, got the request's previous chunk (by a get no cleanup of the request or stop
-overlapped: a get in flight across a cleanup may be stale), or (chunk 0) registered the request
-(a load that registers, whose registration has got nothing of the
-request since: one that got a chunk is past chunk 0, and a chunk 0 put then is a new
-stream's, owed to the next registration): whether
-the receiver polls or is told of puts, the chunk it waits for next is fetched at
-once.
+overlapped: a get in flight across a cleanup may be stale), or (chunk 0) registered the
+request (a load that registers): whether the receiver polls or is told of puts, the chunk
+it waits for next is fetched at once. Not when, by the put, the receiver had got that
+chunk or a later one, or a final, since: it is past the chunk then, and the value put is
+a new stream's (a reused id), owed to the next registration.
 
 Judged in generated worlds (``Scenario.liveness`` set); after a failed get a receiver
 may back off as long as it likes, so only worlds whose receivers nothing holds up count.
@@ -105,7 +104,8 @@ def _due(
     chunk was got, not a final (after progress the next round starts at once), or, for
     chunk 0, the request was registered (a receiver told of puts by notifications
     fetches once when a registration is made, as anything put before it rings nothing);
-    each only when it came after the key's previous put (*since*), so it is this value's."""
+    each only when it came after the key's previous put (*since*), so it is this value's,
+    and the receiver was not past the chunk by the put (:func:`_past`)."""
     parsed = split_key(put.key)
     if parsed is None:
         return None
@@ -130,6 +130,7 @@ def _due(
                 and g.outcome == "ok"
                 and not _final(g.value)
                 and not _fenced(fences, rid, g)
+                and not _past(gets, rid, n, g.begin, put.end)
             ):
                 at = times[g.end]
                 starts.append(
@@ -145,7 +146,7 @@ def _due(
         for seq, at, call in fences[rid]:
             registers, previous = previous == "cleanup_receiver", call
             if call == "load_async" and registers and seq > since:
-                if _got_any(gets, rid, seq, put.end):
+                if _past(gets, rid, 0, seq, put.end):
                     break  # that registration is past chunk 0 (or done): it owes no new 0
                 starts.append(
                     (seq, max(at, put_at), f"with the request registered (at t={at:.3f} s)")
@@ -166,16 +167,18 @@ def _fenced(
     )
 
 
-def _got_any(gets: dict[str, list[ConnectorOp]], rid: str, after: int, before: int) -> bool:
-    """Whether a get of *rid*'s keys that began after *after* returned a chunk before
-    *before*: the registration made at *after* is past chunk 0 then (a chunk 0 put later
-    is a new stream's, owed to the next registration), or done (it got a final)."""
+def _past(gets: dict[str, list[ConnectorOp]], rid: str, n: int, after: int, before: int) -> bool:
+    """Whether a get of *rid*'s keys that began after *after* returned chunk *n* or a
+    later one, or a final, before *before*: the receiver is past chunk *n* then (or done),
+    so a chunk *n* put later is a new stream's value, owed to a later registration (on a
+    connector that keeps values, a registration may read the old stream's chunks)."""
     return any(
         g.outcome == "ok" and g.begin > after and g.end < before
+        and (parsed[2] >= n or _final(g.value))
         for key, ops in gets.items()
         if (parsed := split_key(key)) is not None and parsed[0] == rid
         for g in ops
-    )
+    )  # fmt: skip
 
 
 def _final(value: object) -> bool:
