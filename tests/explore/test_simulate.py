@@ -128,6 +128,18 @@ def test_the_reference_adapter_passes_generated_worlds() -> None:
     assert sim.worlds >= 25  # the rest outgrew the step budget (skipped, counted)
 
 
+@pytest.mark.slow  # ~30 s a seed
+@pytest.mark.parametrize("seed", [0, 450, 464, 466])
+def test_the_reference_adapter_passes_the_ci_sample_of_worlds(seed: int) -> None:
+    """The judges' calibration: the reference adapter passes every world of the ci sample
+    (600 worlds). A world it fails is a judge error (each seed here found one before it
+    was fixed: R17 owed to a registration past the chunk) or a reference bug — and the
+    stage would call the same world judged wrongly for every adapter, never a verdict."""
+    sim = simulate(reference_factory, examples=600, deadline=time.monotonic() + 600, seed=seed)
+    assert sim.stopped is None and not sim.out_of_time
+    assert sim.found is None, (sim.found.world, sim.found.execution.failures) if sim.found else ""
+
+
 def test_the_seed_picks_the_derandomized_sample_of_worlds() -> None:
     """ci is derandomized: the same seed draws the same worlds (the same verdict every
     run), another seed another sample (the kill rate is measured over several)."""
