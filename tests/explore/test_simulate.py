@@ -447,8 +447,9 @@ def test_a_chunk_fetched_by_a_get_that_overlapped_its_put_is_not_late() -> None:
         stage_ids=(0,), latency=0.05, liveness=2.0,
     )  # fmt: skip
     factory = load_factory("tests.quality.unnamed.records:make")
-    # recorded before worlds had timer slack: replayed without it
-    execution = replay_world(world, "1:37:acab2ca2c2abab2a3ba2ca2b2a3b2a2bca2", factory, slack=0.0)
+    # recorded before worlds had timer slack and a timer resolution: replayed without them
+    schedule = "1:37:acab2ca2c2abab2a3ba2ca2b2a3b2a2bca2"
+    execution = replay_world(world, schedule, factory, slack=0.0, resolution=0.0)
     assert execution.ok, execution.failures  # the put of x_0_2 overlapped the get that got it
 
 

@@ -105,6 +105,9 @@ class Setup:
     slack: float = 0.0
     """Timer slack of every execution (:class:`~.controller.Controller`): 0 for the library
     scenarios and proofs (timeouts fire one at a time), a little for generated worlds."""
+    resolution: float = 0.0
+    """The shortest timed block of the code under test (:class:`~.controller.Controller`):
+    0 (exact) for the library scenarios and proofs, a few ms for generated worlds."""
     retained: bool = False
     """Read, at the quiescent cut, which closed requests each adapter still holds (R24,
     :mod:`.retained`; generated worlds)."""
@@ -159,6 +162,7 @@ def run_once(
         every_step=every_step,
         runtime="thread" if setup.runtime == "auto" else setup.runtime,
         slack=setup.slack,
+        resolution=setup.resolution,
         early_timers=0.0 if scheduler.observes else scenario.preempt,
     )
     runtime = ControlledRuntime(ctl)

@@ -140,6 +140,14 @@ take jittered virtual time, so two sleeps rarely end at the same instant and, fi
 at a time, the tasks would never be runnable together; deadlines within 2 ms of the
 earliest fire with it (each task at most 2 ms late, as a real timer can be)."""
 
+RESOLUTION = 0.005
+"""Virtual seconds: the shortest timed block an adapter gets in a world (a sleep or timed
+wait for less lasts this long), as on a kernel with coarse timers, which a correct adapter
+must take (the contract's bounds are far above it: R17 0.25 s). An adapter that polls every
+1 ms idles through a world in a fifth of the steps: measured on the ci sample at seed 0,
+the reference adapter's steps -31 %; at seed 450 an asyncio adapter's time 72 s -> 45 s and
+its worlds over the step budget 12 -> 4 (docs/quality.md, seventeenth session)."""
+
 MAX_STEPS = 60_000
 """A world's step budget: a receiver polling every 1 ms takes ~6 000 steps a virtual second,
 and a world of long streams and faults in polling mode runs for several virtual seconds."""
@@ -199,9 +207,10 @@ def sim_setup(
     substitute: Any = "auto",
     runtime: str = "auto",
     slack: float | None = None,
+    resolution: float | None = None,
 ) -> Setup:
-    """How every world's execution is built and judged (timer slack :data:`SLACK`
-    unless *slack* is given)."""
+    """How every world's execution is built and judged (timer slack :data:`SLACK` and
+    timer resolution :data:`RESOLUTION` unless *slack*, *resolution* are given)."""
     return Setup(
         factory=factory,
         checker=default_checker,
@@ -211,6 +220,7 @@ def sim_setup(
         wrap=default_wrap(),
         runtime=runtime,
         slack=SLACK if slack is None else slack,
+        resolution=RESOLUTION if resolution is None else resolution,
         retained=True,
     )
 
@@ -440,10 +450,11 @@ def replay_world(
     substitute: Any = "auto",
     runtime: str = "auto",
     slack: float | None = None,
+    resolution: float | None = None,
 ) -> Execution:
     """*world* once more under the recorded *schedule*, on a fresh adapter (on either
-    runtime: a schedule replays the same on both; *slack* 0 for a schedule recorded
-    before worlds had timer slack)."""
+    runtime: a schedule replays the same on both; *slack* and *resolution* 0 for a
+    schedule recorded before worlds had timer slack and a timer resolution)."""
     setup = sim_setup(
         factory,
         wall_timeout=wall_timeout,
@@ -451,6 +462,7 @@ def replay_world(
         substitute=substitute,
         runtime=runtime,
         slack=slack,
+        resolution=resolution,
     )
     with prepared(setup):
         return run_world(world, ReplayStrategy(schedule), setup)[-1]

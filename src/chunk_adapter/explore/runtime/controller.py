@@ -125,6 +125,7 @@ class Controller:
         runtime: str = "thread",
         slack: float = 0.0,
         early_timers: float = 0.0,
+        resolution: float = 0.0,
         races: bool | None = None,
     ) -> None:
         self.scheduler = scheduler
@@ -148,6 +149,11 @@ class Controller:
         # into the gap.
         # 0: off (DPOR and the proofs: timeouts fire only when nobody can run).
         self.early_timers = early_timers
+        # resolution: the shortest timed block of the code under test, in virtual seconds
+        # (0: exact). A shorter one sleeps this long, as on a kernel with coarse timers:
+        # an adapter polling every 1 ms through a 60 s outage takes a tenth of the steps
+        # at 10 ms, and the contract's bounds (R17: 0.25 s) are far above it.
+        self.resolution = resolution
         self.now = 0.0
         self.steps = 0
         # Over max_steps, tells a busy loop (time stands still) from a long execution.
@@ -369,6 +375,8 @@ class Controller:
         creep = None if timeout is None or own else creeping_deadline(task, timeout)
         if creep is not None:  # a clock outside the explorer's: end the execution here
             self._fail(creep.kind, creep.message)
+        if timeout is not None and not own and 0 < timeout < self.resolution:
+            deadline = self.now + self.resolution
         task.state = _BLOCKED
         task.blocked_on = label
         task.deadline = deadline
