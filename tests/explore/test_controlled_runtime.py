@@ -420,3 +420,32 @@ def test_with_slack_close_deadlines_fire_together_in_either_order_and_never_earl
     outcomes = _orders_of_two_sleepers(0.002)
     # both woke at the later deadline (a a little late, neither early), in either order
     assert outcomes == {(("a", 1.001), ("b", 1.001)), (("b", 1.001), ("a", 1.001))}
+
+
+def test_with_a_timer_resolution_shorter_sleeps_last_it_and_longer_ones_are_exact() -> None:
+    """Coarse timers (generated worlds, ``simulate.RESOLUTION``): a sleep or timed wait of
+    the code under test shorter than the resolution lasts the resolution; a zero timeout
+    stays a poll, and a longer one is exact."""
+    woke: list[float] = []
+
+    def program(rt: ControlledRuntime) -> None:
+        event = rt.Event()
+
+        def sleeper() -> None:
+            for seconds in (0.001, 0.0, 0.003, 0.02):
+                start = rt.monotonic()
+                rt.sleep(seconds)
+                woke.append(round(rt.monotonic() - start, 9))
+            start = rt.monotonic()
+            event.wait(0.001)
+            woke.append(round(rt.monotonic() - start, 9))
+
+        thread = rt.start_thread(sleeper, "sleeper")
+        thread.join()
+
+    for resolution, expected in ((0.0, [0.001, 0.0, 0.003, 0.02, 0.001]),
+                                 (0.005, [0.005, 0.0, 0.005, 0.02, 0.005])):  # fmt: skip
+        woke.clear()
+        ctl = run_program(program, resolution=resolution)
+        assert not ctl.failures, ctl.failures
+        assert woke == expected, (resolution, woke)
