@@ -136,6 +136,16 @@ CASES = [
           do.cleanup("r"), do.load("r"), do.get("r_1_1", c("end", True)), do.get("r_1_2"),
           do.poll({"r": [c("a"), c("end", True)]})],
          first("R16", **NO_TRIES)),
+    case(("R14", "R16"), "a-value-the-registration-got-itself-handed-out-in-a-lost-chunk's-place",
+         # on a connector that keeps values both registrations got the final; the new one
+         # lost its chunk 0 (a poll_ready that copies and clears in two sections) and
+         # handed out the final, once: its own get, out of id order, not a stale commit
+         # (SplitPoll at simulate seed 0 read R16 before)
+         [do.load("r"), do.put("r_1_0", "a"), do.put("r_1_1", "end", True),
+          do.get("r_1_0", c("a")), do.get("r_1_1", c("end", True)), do.cleanup("r"), do.load("r"),
+          do.get("r_1_0", c("a")), do.get("r_1_1", c("end", True)),
+          do.poll({"r": [c("end", True)]})],
+         first("R14", **NO_TRIES)),
     case(("R12", "R14"), "fires-when-a-second-load-async-starts-the-registration-over",
          # chunk 0 got, then a load_async while registered; the chain began again at 0
          # and the chunk got is lost

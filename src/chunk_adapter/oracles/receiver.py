@@ -335,8 +335,15 @@ class _Chain:
     def _unexplained(self, c: int, value: Any, before: list[Any], at: int) -> Violation:
         """Why chunk *c* handed out (by the poll that began at *at*) has no matching get."""
         load = self.reg.load.begin
+        end = self.reg.cleanup.begin if self.reg.cleanup is not None else None
         same = [g for gs in self.by_id.values() for g in gs if g.value == value]
-        crossed = any(g.begin < load for g in same)  # a cleaned-up registration's get
+        # A cleaned-up registration's get of it crossed the fence only when this
+        # registration handed the value out more often than its own gets fetched it: on a
+        # connector that keeps values both may get it, and a value handed out once that
+        # this registration got too is its own, out of id order (a chunk before it lost).
+        own = [g for g in same if g.begin > load and (end is None or g.begin < end)]
+        handed = sum(d.value == value for d in self.reg.deliveries)
+        crossed = any(g.begin < load for g in same) and handed > len(own)
         last = self.earlier[-1].cleanup if self.earlier else None
         fence = last.begin if last is not None else load  # the cleanup it crossed
         # A stale commit breaks the fence when it happens: after its get ended and the
