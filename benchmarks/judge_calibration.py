@@ -1,10 +1,10 @@
 """Calibrate the simulate engine's judges: correct adapters must pass every world.
 
-Runs the ``ci`` sample of generated worlds (600, derandomized) on correct adapters —
-the reference one by default, or any of tests/quality/correct — at many seeds, each seed
-another sample, and prints every world one of them fails, with its replay command. A
-correct adapter failing a world is a judge error (or a bug in that adapter): in verify
-it shows as exit 3 ("the reference adapter fails it too") or, when the reference passes
+Runs the ``ci`` sample of generated worlds (its ``sim_worlds``, derandomized) on correct
+adapters — the reference one by default, or any of tests/quality/correct — at many seeds,
+each seed another sample, and prints every world one of them fails, with its replay
+command. A correct adapter failing a world is a judge error (or a bug in that adapter): in
+verify it shows as exit 3 ("the reference adapter fails it too") or, when the reference passes
 the world on its calibration schedules, as a false exit 1. Worlds run on the engine
 directly (no shrinking budget, no confirmation), with the options the stage would pass.
 
@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-WORLDS = 600  # the ci profile's Profile.sim_worlds
-
 
 def seeds_of(text: str) -> list[int]:
     """``"450-470"`` or ``"0,3,7"``."""
@@ -46,11 +44,13 @@ def one(spec: str, seed: int) -> str:
     from chunk_adapter.explore.scenarios.codec import encode
     from chunk_adapter.explore.stages.simulate import _options
     from chunk_adapter.factory import load_factory
+    from chunk_adapter.profiles import current_profile
 
     factory = load_factory(spec)
+    worlds = current_profile("ci").sim_worlds
     start = time.monotonic()
     sim = simulate(
-        factory, examples=WORLDS, deadline=start + 900, seed=seed, options=_options(factory)
+        factory, examples=worlds, deadline=start + 900, seed=seed, options=_options(factory)
     )
     line = (
         f"{spec} seed={seed}: {sim.worlds} worlds, skipped {dict(sim.skipped)}, "
@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(spec, seed) for spec in specs for seed in seeds_of(args.seeds)]
     failed = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        specs_run, seeds_run = [s for s, _ in runs], [n for _, n in runs]
-        for line in pool.map(one, specs_run, seeds_run):
+        for line in pool.map(one, *zip(*runs, strict=True)):
             print(line, flush=True)
             failed += "\n  FAILED" in line
     print(f"\n{failed} of {len(runs)} samples had a world a correct adapter fails")

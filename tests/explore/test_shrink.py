@@ -8,23 +8,17 @@ needed those timings survive the shrinking.
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from chunk_adapter.connectors.timed import TimedFaults, keyed_random  # noqa: E402
-from chunk_adapter.errors import InvalidValue  # noqa: E402
-from chunk_adapter.explore.engine.shrink import groups, reduce_ops  # noqa: E402
-from chunk_adapter.explore.engine.simulate import scheduler_ops, simulate  # noqa: E402
-from chunk_adapter.explore.scenarios.codec import decode, encode  # noqa: E402
-from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
+from chunk_adapter.connectors.timed import TimedFaults, keyed_random
+from chunk_adapter.errors import InvalidValue
+from chunk_adapter.explore.engine.shrink import groups, reduce_ops
+from chunk_adapter.explore.engine.simulate import scheduler_ops, simulate
+from chunk_adapter.explore.scenarios.codec import decode, encode
+from chunk_adapter.explore.scenarios.scenario import (
     Op,
     Scenario,
     cleanup,

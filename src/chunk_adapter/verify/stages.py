@@ -100,10 +100,10 @@ STAGES: tuple[Stage, ...] = (
 the main engine, which reaches most bugs in virtual time within seconds and gets most of the
 budget; then what simulation cannot see (stress: real time, real threads, CPU; the state
 machines on real threads) and the explorer's library with the rest. On the reference adapter
-examples take ~5 s, the worlds ~16 s, stress ~4 s, the machines ~14 s (47 s in all,
-measured on 1e574b9). (Measured over
-tests/quality: moving the worlds before stress and the machines took the median time to
-verdict from 14.3 s to 13.0 s, each finding still naming its adapter's rule; docs/quality.md)"""
+examples take ~5 s, the worlds ~16 s, stress ~4 s, the machines ~14 s (47 s in all, measured
+on 1e574b9). (Measured over tests/quality: moving the worlds before stress and the machines
+took the median time to verdict from 14.3 s to 13.0 s, each finding still naming its
+adapter's rule; docs/quality.md)"""
 
 
 def stage_names() -> list[str]:

@@ -151,8 +151,9 @@ class Controller:
         self.early_timers = early_timers
         # resolution: the shortest timed block of the code under test, in virtual seconds
         # (0: exact). A shorter one sleeps this long, as on a kernel with coarse timers:
-        # an adapter polling every 1 ms through a 60 s outage takes a tenth of the steps
-        # at 10 ms, and the contract's bounds (R17: 0.25 s) are far above it.
+        # an adapter polling every 1 ms through a 60 s outage takes a fifth of the steps
+        # at the generated worlds' 5 ms, and the contract's bounds (R17: 0.25 s) are far
+        # above it.
         self.resolution = resolution
         self.now = 0.0
         self.steps = 0
