@@ -133,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(outcome)
             print(
                 f"[{len(outcomes)}/{len(jobs)}] {_short(outcome.spec)} run {outcome.run}: "
-                f"exit {outcome.returncode} in {outcome.seconds:.1f} s",
+                f"exit {outcome.returncode} in {outcome.seconds:.1f} s"
+                # A non-zero exit names its finding now: a long run stopped early keeps it.
+                + (f": {outcome.finding[:400]}" if outcome.returncode else ""),
                 file=sys.stderr,
                 flush=True,
             )
