@@ -72,6 +72,9 @@ def is_final_put(op: ConnectorOp) -> bool:
     return isinstance(op.value, dict) and op.value.get("finished") is True
 
 
+_UNKNOWN = object()
+"""A payload the history cannot tell (:meth:`Aligner._payload_of`)."""
+
 BRANCHES = 16
 """How many alternative alignments of equal-data saves one request may try in all
 (:meth:`Aligner._branch`, at most :data:`CANDIDATES` at each point); past it the earliest
@@ -101,7 +104,10 @@ class Aligner:
         self.out: list[Violation] = []
         self.stream_at = 0  # index in self.streams of the stream being aligned
         self.pending_at = 0  # index of its first non-final not yet matched to a put
-        self.failures = 0  # failed puts since the last successful put
+        # The data of every failed non-final put since the last successful put (a tuple:
+        # the branches of :meth:`_branch` share it). A final's failed try is no try of a
+        # non-final chunk, so it counts for none (R10).
+        self.failed: tuple[Any, ...] = ()
         self.prev_final_end = -1  # end of the previous stream's final put
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
@@ -110,6 +116,11 @@ class Aligner:
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
         self.overtaken: frozenset[int] = frozenset()  # id() of finals put after a later chunk
+
+    @property
+    def failures(self) -> int:
+        """Failed non-final puts since the last successful put."""
+        return len(self.failed)
 
     def violation(self, rule: str, msg: str, key: str | None = None) -> None:
         """Report *rule*, at the put being aligned (``None`` while checking liveness)."""
@@ -126,7 +137,8 @@ class Aligner:
             op = self.puts[index]
             self.at = op.begin
             if op.outcome == "error":
-                self.failures += 1
+                if not is_final_put(op):
+                    self.failed = (*self.failed, data_of(op))
                 continue
             if op.outcome != "ok" or id(op) in self.overtaken:
                 continue  # an overtaken final was reported where it was overtaken
@@ -242,7 +254,18 @@ class Aligner:
         by_put = [s for s in dropped if not self._dropped_ok(s, window_end)]
         need = len(by_put) * (self.put_tries or 1)
         key = next_op.key if next_op is not None else None
-        if by_put and self.failures < need:
+        short, tries = self._short_of_tries(by_put, window_end, next_op)
+        if short and self.failures >= need:  # enough tries in all, but not each its own
+            own = ", ".join(f"{snap!r} after {n}" for snap, n in short)
+            known = "" if self.put_tries else " (put_tries not known: another chunk got as many)"
+            self.violation(
+                R10,
+                f"saved chunk(s) dropped after fewer than {tries} failed puts of their own{known}: "
+                f"{own} (a failed put is a chunk's when it carries its payload); every chunk "
+                "gets its own tries",
+                key,
+            )
+        elif by_put and self.failures < need:
             snaps = [s.args[0] for s in by_put]
             stale = [c for c in self.cancels if c.begin < by_put[0].begin]
             stale = [c for c in stale if c.begin <= self.prev_final_end]
@@ -289,6 +312,51 @@ class Aligner:
                 next_op.key,
             )
 
+    def _short_of_tries(
+        self, by_put: list[CallRecord], window_end: int, next_op: ConnectorOp | None
+    ) -> tuple[list[tuple[Any, int]], int]:
+        """The saves of *by_put* (dropped for failed puts) that got fewer failed puts of
+        their own than R10's tries, with how many each got, and the tries asked for.
+
+        A failed put is a save's when it carries that save's payload (what its build
+        returned, or the snapshot where nothing builds). Pooled, one chunk's tries may hide
+        another's missing ones: a count of failures carried over from a dropped chunk gives
+        the next one a single try. Where ``put_tries`` is not known, a chunk dropped after
+        k failed puts of its own shows that the adapter's tries are k, so the most any
+        chunk here got is asked of all. Said only where every payload is known and tells
+        its save apart: else nothing (``[]``)."""
+        payloads = [self._payload_of(s, window_end) for s in by_put]
+        if len(by_put) < (1 if self.put_tries else 2) or any(p is _UNKNOWN for p in payloads):
+            return [], 0
+        rivals = [*payloads, data_of(next_op)] if next_op is not None else payloads
+        for i, p in enumerate(payloads):
+            if any(_equal(p, q) is not False for j, q in enumerate(rivals) if j != i):
+                return [], 0  # two payloads alike: whose failed put is whose cannot be said
+        counts = []
+        for p in payloads:
+            counted = [_equal(d, p) for d in self.failed]
+            if None in counted:
+                return [], 0
+            counts.append(sum(1 for c in counted if c))
+        need = self.put_tries or max(counts)
+        short = [(s.args[0], n) for s, n in zip(by_put, counts, strict=True) if n < need]
+        return short, need
+
+    def _payload_of(self, s: CallRecord, window_end: int) -> Any:
+        """The payload save *s* would be put with: its one successful non-final build's
+        result before *window_end*, its snapshot where nothing builds; ``_UNKNOWN`` else."""
+        snap = s.args[0]
+        if not self.have_builds:
+            return snap
+        lo = bisect.bisect_right(self._build_begins, s.begin)
+        hi = bisect.bisect_left(self._build_begins, window_end)
+        built = [
+            b.result
+            for b in self.builds[lo:hi]
+            if not b.is_final and b.outcome == "ok" and _equal(b.snapshot, snap) is True
+        ]
+        return built[0] if len(built) == 1 else _UNKNOWN
+
     def _match(self, nonfinals: list[CallRecord], snap: Any, op: ConnectorOp) -> int | None:
         for j in range(self.pending_at, len(nonfinals)):
             if nonfinals[j].begin < op.begin and nonfinals[j].args[0] == snap:
@@ -313,7 +381,7 @@ class Aligner:
                     f"(last build: {b!r})",
                     op.key,
                 )
-                self.failures = 0
+                self.failed = ()
                 return
             if b.result != data:
                 self.violation(
@@ -354,7 +422,7 @@ class Aligner:
                         op.key,
                     )
                 self._consume_mutated(stream.nonfinals, op)
-            self.failures = 0
+            self.failed = ()
             return
         self._take(j, op)
 
@@ -365,7 +433,7 @@ class Aligner:
         self._justify(stream.nonfinals[self.pending_at : j], op.begin, op)
         self._cancel_rules(stream.nonfinals[j], op)
         self.pending_at = j + 1
-        self.failures = 0
+        self.failed = ()
 
     def _later_stream(self, snap: Any, op: ConnectorOp) -> int | None:
         """The index of a later stream of the request with a chunk saved from *snap* before
@@ -400,7 +468,7 @@ class Aligner:
                 f"of a later stream of the request (built from {snap!r}) was put instead",
                 op.key,
             )
-        self.stream_at, self.pending_at, self.failures = later, 0, 0
+        self.stream_at, self.pending_at, self.failed = later, 0, ()
         # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
         self.started_after = {}
@@ -508,7 +576,7 @@ class Aligner:
             self._final_data(s, op)
         self.stream_at += 1
         self.pending_at = 0
-        self.failures = 0
+        self.failed = ()
         self.prev_final_end = op.end
         self.started_after = {}
 
@@ -579,7 +647,7 @@ class Aligner:
             stream = self.streams[index]
             start = self.pending_at if index == self.stream_at else 0
             if index != self.stream_at:
-                self.failures = 0
+                self.failed = ()
             # A stream whose final never came is the root (R11): its non-finals lost with
             # it are its symptoms (R23), so a lost stream reads R11 first whatever of its
             # chunks went missing too.
