@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._version import __version__
+from .bench.run import CONNECTORS
 from .errors import InvalidValue
 from .factory import REFERENCE
 
@@ -170,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--connector",
         action="append",
-        choices=["memory", "shm", "redis"],
+        choices=list(CONNECTORS),
         help="connector to bench: memory, shm or redis (repeatable; default: memory and shm, "
         "and redis when a redis-server is found)",
     )

@@ -35,6 +35,7 @@ from ..connectors.memory import MemoryConnector
 from ..connectors.redis import RedisConnector
 from ..connectors.redis_server import RedisServer
 from ..connectors.shm import SharedMemoryConnector
+from .run import CONNECTORS
 
 __all__ = ["Sample", "run_churn"]
 
@@ -70,7 +71,7 @@ def _store(name: str) -> Iterator[tuple[Any, Callable[[], int]]]:
         with RedisServer() as server, RedisConnector(url=server.url, prefix="churn") as red:
             yield red, lambda: len(red.keys())
     else:
-        raise ValueError(f"unknown connector {name!r}; pick memory, shm or redis")
+        raise ValueError(f"unknown connector {name!r}; pick one of {', '.join(CONNECTORS)}")
 
 
 def _batch(snd: ChunkAdapter, rcv: ChunkAdapter, rids: list[str], rnd: random.Random) -> None:
@@ -166,13 +167,12 @@ def _verdict(samples: list[Sample]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m chunk_adapter.bench.churn")
-    parser.add_argument("--connector", action="append", choices=("memory", "shm", "redis"))
+    parser.add_argument("--connector", action="append", choices=tuple(CONNECTORS))
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--interval", type=float, default=10.0)
     args = parser.parse_args(argv)
     results = [
-        run_churn(name, args.seconds, args.interval)
-        for name in args.connector or ["memory", "shm", "redis"]
+        run_churn(name, args.seconds, args.interval) for name in args.connector or list(CONNECTORS)
     ]
     return 0 if all(r["flat"] is not False for r in results) else 1
 

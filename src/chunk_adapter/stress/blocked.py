@@ -171,7 +171,7 @@ def blocked_work(
             report, sched, rig, stopped, complete=complete, nonfinal_saves=nonfinal_saves
         )
     slow = sorted(sched.timing.slow, reverse=True)
-    if any(f.startswith("R3:") for f in report.failures) or (slow and slow[0][0] > 10 * call_bound):
+    if R3 in report.rules or (slow and slow[0][0] > 10 * call_bound):
         for elapsed, name, call_rid in slow[:10]:
             report.fail(
                 R3,
