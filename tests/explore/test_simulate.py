@@ -198,6 +198,48 @@ def test_a_backoff_that_overflows_in_a_long_outage_loses_the_final_r11() -> None
     with prepared(setup):
         execution = run_world(world, DrawnStrategy([]), setup)[-1]
     assert "R11" in rules_of(execution), execution.failures
+
+
+class CarriedFailures(ChunkAdapter):
+    """Counts failed puts in a row across chunks, reset only by a put that succeeds: once
+    a chunk is dropped after ``put_tries`` failures, the next starts with that count and
+    is dropped after a single failed put (R10 gives every chunk its own tries)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed_in_a_row = 0
+
+    def _put_once(self, attempt: Any) -> float | None:
+        if attempt.tries == 0:
+            attempt.tries = self.failed_in_a_row  # the bug: the count carries over
+        before = attempt.tries
+        pause = super()._put_once(attempt)
+        self.failed_in_a_row = attempt.tries if attempt.tries > before else 0
+        return pause
+
+
+def carried_failures(connector: Any, **kwargs: Any) -> ChunkAdapter:
+    return CarriedFailures(connector, **kwargs)
+
+
+@pytest.mark.rule("R10")
+@pytest.mark.parametrize("options", [{"put_tries": 3}, {}], ids=["known", "put_tries-unknown"])
+def test_a_failure_count_carried_to_the_next_chunk_is_r10_through_a_long_outage(
+    options: dict[str, Any],
+) -> None:
+    # Through a 0.5 s outage every chunk is dropped, and the final is retried until it
+    # ends: pooled, the final's failed tries made up the count the dropped chunks lacked.
+    world = Scenario(
+        "w",
+        (load("a"), outage("put", None, 0.5), *(save("a", [n]) for n in range(3)),
+         save("a", ["end"], True)),
+        stage_ids=(0, 1), settle_limit=20.5, liveness=2.5, options=options,
+    )  # fmt: skip
+    assert run(world).ok  # the reference adapter: each chunk its own 3 tries
+    setup = sim_setup(carried_failures, wall_timeout=10.0, max_steps=60_000)
+    with prepared(setup):
+        execution = run_world(world, DrawnStrategy([]), setup)[-1]
+    assert rules_of(execution)[:1] == ["R10"], execution.failures
     assert run(world).ok  # the reference adapter's backoff does not overflow
 
 
