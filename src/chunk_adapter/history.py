@@ -42,6 +42,9 @@ class ConnectorOp:
     ident: int = field(default=0, compare=False, repr=False)
     """``threading.get_ident()`` of the calling thread: two threads given one name are still
     two (left out of equality and repr: it differs from run to run)."""
+    permanent: bool = field(default=False, compare=False, repr=False)
+    """The call raised an error no retry can fix (the exception's ``permanent`` attribute is
+    true, or a ``PermissionError``: R25), so a put refused so is not tried again."""
 
 
 @dataclass(frozen=True)

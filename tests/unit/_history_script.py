@@ -66,14 +66,16 @@ class Script:
     def stop(self) -> None:
         self.call("stop")
 
-    def build(self, rid: str, snap: Any, final: bool = False, *, fail: bool = False) -> None:
+    def build(
+        self, rid: str, snap: Any, final: bool = False, *, fail: bool = False, result: Any = ...
+    ) -> None:
         b = self.h.tick()
         self.h.append(
             BuildCall(
                 rid,
                 snap,
                 final,
-                None if fail else snap,
+                None if fail else snap if result is ... else result,
                 "error" if fail else "ok",
                 "InjectedFault()" if fail else None,
                 b,
@@ -83,7 +85,14 @@ class Script:
         )
 
     def put(
-        self, key: str, data: Any, finished: bool = False, *, fail: bool = False, value: Any = None
+        self,
+        key: str,
+        data: Any,
+        finished: bool = False,
+        *,
+        fail: bool = False,
+        value: Any = None,
+        permanent: bool = False,
     ) -> None:
         b = self.h.tick()
         v = value if value is not None else {"data": data, "finished": finished}
@@ -97,6 +106,7 @@ class Script:
                 b,
                 self.h.tick(),
                 "save",
+                permanent=permanent,
             )
         )
 

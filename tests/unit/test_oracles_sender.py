@@ -16,6 +16,7 @@ from tests.unit._history_script import case, do, fires, first, only, play, quiet
 
 FAIL = {"fail": True}  # a build or put that raised
 QUIESCENT = {"quiescent": True}
+NAN = float("nan")  # a payload not equal to itself
 
 
 class NoTruth:
@@ -215,6 +216,28 @@ CASES = [
           *[do.put("r_1_0", "a", **FAIL)] * 2, do.build("r", "b"),
           *[do.put("r_1_0", "b", **FAIL)] * 2, do.build("r", "c"), do.put("r_1_0", "c")],
          quiet(put_tries=None), [], quiet(put_tries=2)),
+    case("R10", "quiet-on-a-payload-not-equal-to-itself-tried-as-often",
+         # nan != nan: the failed puts carry the very object, and are counted for it
+         [do.save("r", NAN), do.save("r", "b"), do.save("r", "c"),
+          *[do.put("r_1_0", NAN, **FAIL)] * 3, *[do.put("r_1_0", "b", **FAIL)] * 3,
+          do.put("r_1_0", "c")],
+         quiet(put_tries=3), [], quiet(put_tries=None)),
+    case("R10", "quiet-when-a-chunk-is-refused-for-good-after-one-try",
+         # R25: a put refused for good (a permanent error) ends that chunk's tries at once
+         [do.save("r", "a"), do.save("r", "b"), do.save("r", "c"), do.build("r", "a"),
+          *[do.put("r_1_0", "a", **FAIL)] * 3, do.build("r", "b"),
+          do.put("r_1_0", "b", permanent=True, **FAIL), do.build("r", "c"),
+          do.put("r_1_0", "c")],
+         quiet(put_tries=None)),
+    case("R10", "quiet-when-a-chunk-excused-otherwise-shares-a-dropped-chunk's-payload",
+         # x's build returned what a's did, and x is excused (a later save of x failed to
+         # build): whose failed puts "P" are cannot be said
+         [do.save("r", "a"), do.save("r", "x"), do.save("r", "b"), do.save("r", "x"),
+          do.save("r", "c"), do.build("r", "a", result="P"), *[do.put("r_1_0", "P", **FAIL)] * 2,
+          do.build("r", "x", result="P"), *[do.put("r_1_0", "P", **FAIL)] * 2,
+          do.build("r", "b", result="Q"), *[do.put("r_1_0", "Q", **FAIL)] * 2,
+          do.build("r", "x", **FAIL), do.build("r", "c", result="C"), do.put("r_1_0", "C")],
+         quiet(put_tries=None)),
     case("R10", "fires-on-a-non-final-tried-more-than-put-tries",
          [do.save("r", "a"), do.build("r", "a"), *[do.put("r_1_0", "a", **FAIL)] * 3,
           do.put("r_1_0", "a")],

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..history import ConnectorOp, History, Outcome
-from .base import Connector, ConnectorWrapper
+from .base import Connector, ConnectorWrapper, is_permanent
 
 __all__ = ["CountingConnector", "RecordingConnector"]
 
@@ -57,6 +57,7 @@ class RecordingConnector(ConnectorWrapper):
                 end=end,
                 thread=threading.current_thread().name,
                 ident=threading.get_ident(),
+                permanent=exc is not None and is_permanent(exc),
             )
 
         return record

@@ -75,6 +75,11 @@ def is_final_put(op: ConnectorOp) -> bool:
 _UNKNOWN = object()
 """A payload the history cannot tell (:meth:`Aligner._payload_of`)."""
 
+ATTRIBUTED = 64
+"""The most saves dropped in one window whose failed puts are told apart chunk by chunk
+(:meth:`Aligner._short_of_tries` compares their payloads pairwise); past it, the pooled
+count alone (1,000 drops in one outage cost 0.37 s a judgement instead of 0.03 s)."""
+
 BRANCHES = 16
 """How many alternative alignments of equal-data saves one request may try in all
 (:meth:`Aligner._branch`, at most :data:`CANDIDATES` at each point); past it the earliest
@@ -104,10 +109,11 @@ class Aligner:
         self.out: list[Violation] = []
         self.stream_at = 0  # index in self.streams of the stream being aligned
         self.pending_at = 0  # index of its first non-final not yet matched to a put
-        # The data of every failed non-final put since the last successful put (a tuple:
-        # the branches of :meth:`_branch` share it). A final's failed try is no try of a
-        # non-final chunk, so it counts for none (R10).
-        self.failed: tuple[Any, ...] = ()
+        # The data of every failed non-final put since the last successful put (each branch
+        # of :meth:`_branch` copies it). A final's failed try is no try of a non-final
+        # chunk, so it counts for none (R10).
+        self.failed: list[Any] = []
+        self.refused = False  # one of them was refused for good (R25: not tried again)
         self.prev_final_end = -1  # end of the previous stream's final put
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
@@ -138,7 +144,8 @@ class Aligner:
             self.at = op.begin
             if op.outcome == "error":
                 if not is_final_put(op):
-                    self.failed = (*self.failed, data_of(op))
+                    self.failed.append(data_of(op))
+                    self.refused = self.refused or op.permanent
                 continue
             if op.outcome != "ok" or id(op) in self.overtaken:
                 continue  # an overtaken final was reported where it was overtaken
@@ -174,6 +181,7 @@ class Aligner:
             self.branches[0] -= 1
             trial = copy.copy(self)
             trial.out, trial.started_after = list(self.out), dict(self.started_after)
+            trial.failed = list(self.failed)
             trial._take(j, op)
             trial._align_from(self.index + 1)
             if best is None or len(trial.out) < len(best.out):
@@ -254,7 +262,7 @@ class Aligner:
         by_put = [s for s in dropped if not self._dropped_ok(s, window_end)]
         need = len(by_put) * (self.put_tries or 1)
         key = next_op.key if next_op is not None else None
-        short, tries = self._short_of_tries(by_put, window_end, next_op)
+        short, tries = self._short_of_tries(by_put, dropped, window_end, next_op)
         if short and self.failures >= need:  # enough tries in all, but not each its own
             own = ", ".join(f"{snap!r} after {n}" for snap, n in short)
             known = "" if self.put_tries else " (put_tries not known: another chunk got as many)"
@@ -313,7 +321,11 @@ class Aligner:
             )
 
     def _short_of_tries(
-        self, by_put: list[CallRecord], window_end: int, next_op: ConnectorOp | None
+        self,
+        by_put: list[CallRecord],
+        dropped: list[CallRecord],
+        window_end: int,
+        next_op: ConnectorOp | None,
     ) -> tuple[list[tuple[Any, int]], int]:
         """The saves of *by_put* (dropped for failed puts) that got fewer failed puts of
         their own than R10's tries, with how many each got, and the tries asked for.
@@ -324,17 +336,26 @@ class Aligner:
         the next one a single try. Where ``put_tries`` is not known, a chunk dropped after
         k failed puts of its own shows that the adapter's tries are k, so the most any
         chunk here got is asked of all. Said only where every payload is known and tells
-        its save apart: else nothing (``[]``)."""
-        payloads = [self._payload_of(s, window_end) for s in by_put]
-        if len(by_put) < (1 if self.put_tries else 2) or any(p is _UNKNOWN for p in payloads):
+        its save apart from the window's others (the saves *dropped* for another reason and
+        the chunk put next among them), no put was refused for good (R25: that chunk's
+        tries end at once) and the window is small enough to compare pairwise: else
+        nothing (``[]``)."""
+        if len(by_put) < (1 if self.put_tries else 2) or len(dropped) > ATTRIBUTED:
             return [], 0
-        rivals = [*payloads, data_of(next_op)] if next_op is not None else payloads
+        if self.refused:
+            return [], 0
+        payloads = [self._payload_of(s, window_end) for s in by_put]
+        if any(p is _UNKNOWN for p in payloads):
+            return [], 0
+        excused = [self._payload_of(s, window_end) for s in dropped if s not in by_put]
+        rivals = [*payloads, *(p for p in excused if p is not _UNKNOWN)]
+        rivals += [data_of(next_op)] if next_op is not None else []
         for i, p in enumerate(payloads):
             if any(_equal(p, q) is not False for j, q in enumerate(rivals) if j != i):
                 return [], 0  # two payloads alike: whose failed put is whose cannot be said
         counts = []
         for p in payloads:
-            counted = [_equal(d, p) for d in self.failed]
+            counted = [d is p or _equal(d, p) for d in self.failed]
             if None in counted:
                 return [], 0
             counts.append(sum(1 for c in counted if c))
@@ -381,7 +402,7 @@ class Aligner:
                     f"(last build: {b!r})",
                     op.key,
                 )
-                self.failed = ()
+                self.failed, self.refused = [], False
                 return
             if b.result != data:
                 self.violation(
@@ -422,7 +443,7 @@ class Aligner:
                         op.key,
                     )
                 self._consume_mutated(stream.nonfinals, op)
-            self.failed = ()
+            self.failed, self.refused = [], False
             return
         self._take(j, op)
 
@@ -433,7 +454,7 @@ class Aligner:
         self._justify(stream.nonfinals[self.pending_at : j], op.begin, op)
         self._cancel_rules(stream.nonfinals[j], op)
         self.pending_at = j + 1
-        self.failed = ()
+        self.failed, self.refused = [], False
 
     def _later_stream(self, snap: Any, op: ConnectorOp) -> int | None:
         """The index of a later stream of the request with a chunk saved from *snap* before
@@ -468,7 +489,7 @@ class Aligner:
                 f"of a later stream of the request (built from {snap!r}) was put instead",
                 op.key,
             )
-        self.stream_at, self.pending_at, self.failed = later, 0, ()
+        self.stream_at, self.pending_at, self.failed, self.refused = later, 0, [], False
         # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
         self.started_after = {}
@@ -576,7 +597,7 @@ class Aligner:
             self._final_data(s, op)
         self.stream_at += 1
         self.pending_at = 0
-        self.failed = ()
+        self.failed, self.refused = [], False
         self.prev_final_end = op.end
         self.started_after = {}
 
@@ -647,7 +668,7 @@ class Aligner:
             stream = self.streams[index]
             start = self.pending_at if index == self.stream_at else 0
             if index != self.stream_at:
-                self.failed = ()
+                self.failed, self.refused = [], False
             # A stream whose final never came is the root (R11): its non-finals lost with
             # it are its symptoms (R23), so a lost stream reads R11 first whatever of its
             # chunks went missing too.
