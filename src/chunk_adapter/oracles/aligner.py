@@ -109,11 +109,10 @@ class Aligner:
         self.out: list[Violation] = []
         self.stream_at = 0  # index in self.streams of the stream being aligned
         self.pending_at = 0  # index of its first non-final not yet matched to a put
-        # The data of every failed non-final put since the last successful put (each branch
-        # of :meth:`_branch` copies it). A final's failed try is no try of a non-final
-        # chunk, so it counts for none (R10).
-        self.failed: list[Any] = []
-        self.refused = False  # one of them was refused for good (R25: not tried again)
+        # Every failed non-final put since the last successful put (each branch of
+        # :meth:`_branch` copies it). A final's failed try is no try of a non-final chunk,
+        # so it counts for none (R10).
+        self.failed: list[ConnectorOp] = []
         self.prev_final_end = -1  # end of the previous stream's final put
         self.started_after: dict[int, int] = {}  # cancel begin -> items started after it
         self.at: int | None = None  # begin of the put being aligned: where a violation is
@@ -144,8 +143,7 @@ class Aligner:
             self.at = op.begin
             if op.outcome == "error":
                 if not is_final_put(op):
-                    self.failed.append(data_of(op))
-                    self.refused = self.refused or op.permanent
+                    self.failed.append(op)
                 continue
             if op.outcome != "ok" or id(op) in self.overtaken:
                 continue  # an overtaken final was reported where it was overtaken
@@ -243,14 +241,17 @@ class Aligner:
         b = self._builds_by_end[i - 1]
         return b if b.begin > after else None
 
+    def _builds_between(self, after: int, before: int) -> list[BuildCall]:
+        """The builds that began after sequence number *after* and before *before*."""
+        lo = bisect.bisect_right(self._build_begins, after)
+        return self.builds[lo : bisect.bisect_left(self._build_begins, before)]
+
     def _dropped_ok(self, s: CallRecord, window_end: int) -> bool:
         """Is there a reason besides failed puts for save *s* to have no put?"""
         snap = s.args[0]
         if not self.have_builds and snap is None:
             return True  # identity build -> None payload -> skipped (R8)
-        lo = bisect.bisect_right(self._build_begins, s.begin)
-        hi = bisect.bisect_left(self._build_begins, window_end)
-        for b in self.builds[lo:hi]:
+        for b in self._builds_between(s.begin, window_end):
             if not b.is_final and b.snapshot == snap and (b.outcome == "error" or b.result is None):
                 return True  # R7 / R8
         return bool(self._cancels(window_end))  # R6
@@ -342,20 +343,22 @@ class Aligner:
         nothing (``[]``)."""
         if len(by_put) < (1 if self.put_tries else 2) or len(dropped) > ATTRIBUTED:
             return [], 0
-        if self.refused:
+        if any(op.permanent for op in self.failed):  # R25: refused for good, tried once
             return [], 0
         payloads = [self._payload_of(s, window_end) for s in by_put]
         if any(p is _UNKNOWN for p in payloads):
             return [], 0
-        excused = [self._payload_of(s, window_end) for s in dropped if s not in by_put]
+        judged = {id(s) for s in by_put}  # by identity: a record's == compares payloads
+        excused = [self._payload_of(s, window_end) for s in dropped if id(s) not in judged]
         rivals = [*payloads, *(p for p in excused if p is not _UNKNOWN)]
         rivals += [data_of(next_op)] if next_op is not None else []
         for i, p in enumerate(payloads):
             if any(_equal(p, q) is not False for j, q in enumerate(rivals) if j != i):
                 return [], 0  # two payloads alike: whose failed put is whose cannot be said
+        data = [data_of(op) for op in self.failed]
         counts = []
         for p in payloads:
-            counted = [d is p or _equal(d, p) for d in self.failed]
+            counted = [d is p or _equal(d, p) for d in data]
             if None in counted:
                 return [], 0
             counts.append(sum(1 for c in counted if c))
@@ -369,11 +372,9 @@ class Aligner:
         snap = s.args[0]
         if not self.have_builds:
             return snap
-        lo = bisect.bisect_right(self._build_begins, s.begin)
-        hi = bisect.bisect_left(self._build_begins, window_end)
         built = [
             b.result
-            for b in self.builds[lo:hi]
+            for b in self._builds_between(s.begin, window_end)
             if not b.is_final and b.outcome == "ok" and _equal(b.snapshot, snap) is True
         ]
         return built[0] if len(built) == 1 else _UNKNOWN
@@ -402,7 +403,7 @@ class Aligner:
                     f"(last build: {b!r})",
                     op.key,
                 )
-                self.failed, self.refused = [], False
+                self.failed = []
                 return
             if b.result != data:
                 self.violation(
@@ -443,7 +444,7 @@ class Aligner:
                         op.key,
                     )
                 self._consume_mutated(stream.nonfinals, op)
-            self.failed, self.refused = [], False
+            self.failed = []
             return
         self._take(j, op)
 
@@ -454,7 +455,7 @@ class Aligner:
         self._justify(stream.nonfinals[self.pending_at : j], op.begin, op)
         self._cancel_rules(stream.nonfinals[j], op)
         self.pending_at = j + 1
-        self.failed, self.refused = [], False
+        self.failed = []
 
     def _later_stream(self, snap: Any, op: ConnectorOp) -> int | None:
         """The index of a later stream of the request with a chunk saved from *snap* before
@@ -489,7 +490,7 @@ class Aligner:
                 f"of a later stream of the request (built from {snap!r}) was put instead",
                 op.key,
             )
-        self.stream_at, self.pending_at, self.failed, self.refused = later, 0, [], False
+        self.stream_at, self.pending_at, self.failed = later, 0, []
         # no put of the lost final ended: the save of the final before *later* bounds it
         self.prev_final_end = self.streams[later - 1].final.end  # type: ignore[union-attr]
         self.started_after = {}
@@ -597,7 +598,7 @@ class Aligner:
             self._final_data(s, op)
         self.stream_at += 1
         self.pending_at = 0
-        self.failed, self.refused = [], False
+        self.failed = []
         self.prev_final_end = op.end
         self.started_after = {}
 
@@ -668,7 +669,7 @@ class Aligner:
             stream = self.streams[index]
             start = self.pending_at if index == self.stream_at else 0
             if index != self.stream_at:
-                self.failed, self.refused = [], False
+                self.failed = []
             # A stream whose final never came is the root (R11): its non-finals lost with
             # it are its symptoms (R23), so a lost stream reads R11 first whatever of its
             # chunks went missing too.
