@@ -31,7 +31,7 @@ def kinds(checker: object) -> list[str] | None:
 
 @pytest.fixture
 def accepting_r13() -> Iterator[None]:
-    accepted.install(accepted.Accepted.of([], [R13]))
+    accepted.install(accepted.Accepted.of([R13]))
     yield
     accepted.install(accepted.Accepted())
 

@@ -2,16 +2,18 @@
 
 Under ``verify --baseline`` a known bug must not hide a new one: a check that
 stopped at the first violation of an accepted root cause would never get to
-the next. So the worker installs the accepted signatures here
-(:func:`install`) and :func:`~.check.check` treats a history in which any
-violation is accepted as one that tells nothing new: no violation, the search
-goes on. Any, not only the root (the first, :func:`~.violations.root_first`):
-one defect shows through more than one check, and the one that fires first
-varies from history to history, while a new, independent defect also shows in
-histories free of the accepted ones. Each such history is counted
-(:func:`seen`, under the first accepted violation), so the report can tell an
-entry still seen from a stale one. Nothing is installed
-outside a worker run with a baseline: every violation counts.
+the next. A root cause is its rule (:mod:`chunk_adapter.verify.groups`), so the
+worker installs the rules a baseline's entries and waivers accept here
+(:func:`install`), and :func:`~.check.check` treats a history in which any
+violation is of an accepted rule as one that tells nothing new: no violation,
+the search goes on. Any, not only the root (the first,
+:func:`~.violations.root_first`): one defect shows through more than one check,
+and the one that fires first varies from history to history, while a new,
+independent defect also shows in histories free of the accepted ones. Each such
+history is counted (:func:`seen`, under the rule of its first accepted
+violation), so the report can tell an entry still seen from a stale one.
+Nothing is installed outside a worker run with a baseline: every violation
+counts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .causes import cause_of, signature
 from .violations import Violation
 
 __all__ = ["Accepted", "covers", "install", "seen", "total"]
@@ -29,14 +30,13 @@ __all__ = ["Accepted", "covers", "install", "seen", "total"]
 
 @dataclass(frozen=True)
 class Accepted:
-    """Signatures (``"R16: chunk … handed out …"``) and whole rules (waivers) accepted."""
+    """The rules accepted: a baseline entry's or a waiver's (``"R16"``)."""
 
-    signatures: frozenset[str] = frozenset()
     rules: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, signatures: Iterable[str], rules: Iterable[str]) -> Accepted:
-        return cls(frozenset(signatures), frozenset(rules))
+    def of(cls, rules: Iterable[str]) -> Accepted:
+        return cls(frozenset(rules))
 
 
 # _lock guards _accepted and _seen: install() writes them from the worker's main thread,
@@ -44,7 +44,7 @@ class Accepted:
 # state machine, a stress scenario's checker).
 _lock = threading.Lock()
 _accepted = Accepted()
-_seen: Counter[str] = Counter()  # signature -> histories whose root it accepted
+_seen: Counter[str] = Counter()  # rule -> histories it set aside
 
 
 def install(accepted: Accepted) -> None:
@@ -61,19 +61,19 @@ def covers(violations: Sequence[Violation]) -> bool:
         return False
     with _lock:
         accepted = _accepted
-    if not accepted.signatures and not accepted.rules:
+    if not accepted.rules:
         return False
     for violation in violations:
-        key = signature(violation.rule, cause_of(str(violation)))
-        if key in accepted.signatures or violation.rule in accepted.rules:
+        if violation.rule in accepted.rules:
             with _lock:
-                _seen[key] += 1
+                _seen[violation.rule] += 1
             return True
     return False
 
 
 def seen() -> dict[str, int]:
-    """Signature -> how many histories had it as their accepted root, since :func:`install`."""
+    """Rule -> how many histories it set aside (its violation the first accepted one),
+    since :func:`install`."""
     with _lock:
         return dict(_seen)
 

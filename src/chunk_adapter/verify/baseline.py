@@ -10,11 +10,15 @@ root cause the file does not name, and lists the entries it did not see as
 *waiver* (``--accept R21=reason``, or ``[[waiver]]`` in the file) accepts
 every root cause of one rule: a deliberate departure from the contract.
 
-An entry matches a root cause by its **signature**, ``"<rule>: <cause>"``:
-the cause is the first violated check's message without chunk ids, keys,
-values or numbers (:func:`.groups.cause_of`), so it survives seeds, line
-moves and a different stage finding the same defect. Both flags imply
+An entry matches a root cause by its **signature**: its rule (``"R16"``; a
+root cause is its root rule, :mod:`.groups`), or for a finding that names no
+rule, ``"no rule: <check>"``. So it survives seeds, line moves, and another
+check or stage finding the same defect with other words. Both flags imply
 ``--all``: a baseline needs every root cause, not the first.
+
+Version 1 files (which matched by the first check's message) are still read:
+their entries of one rule fold into one (reasons and checks kept), and the next
+``--write-baseline`` writes version 2.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 import tomli_w
 
 from ..errors import UsageError
-from ..oracles.causes import signature
 from ..outcome import RULES
-from .groups import Group
+from ..rules import rule as rule_named
+from .groups import Group, signature
 
 if TYPE_CHECKING:
     from .report import VerifyReport
@@ -53,8 +57,10 @@ __all__ = [
     "write_baseline",
 ]
 
-VERSION = 1
-"""Of the baseline file's format; a file of another version is refused with the fix."""
+VERSION = 2
+"""Of the baseline file's format (:data:`READS`: the versions read; another is refused with
+the fix)."""
+READS = (1, 2)
 
 HEADER = """\
 # chunk-adapter verify baseline: root causes accepted for now.
@@ -69,7 +75,7 @@ class Entry:
     """One accepted root cause: its rule and cause, and why it is accepted."""
 
     rule: str  # "" for a finding that names no rule (the adapter raised)
-    cause: str
+    cause: str  # the rule's name, for the reader; for no rule, the check that saw it
     reason: str = ""
     seen_by: tuple[str, ...] = ()  # "stage/check" that saw it when the file was written
     example: str = ""  # the first finding's evidence then, for the reader
@@ -77,6 +83,11 @@ class Entry:
     @property
     def signature(self) -> str:
         return signature(self.rule, self.cause)
+
+    @property
+    def title(self) -> str:
+        """``"R16 — `cleanup_receiver` is a commit fence"``, as the reports name it."""
+        return f"{self.rule or 'no rule'} — {self.cause}"
 
 
 @dataclass(frozen=True)
@@ -98,10 +109,9 @@ class Baseline:
     def accepts(self, group: Group) -> Entry | Waiver | None:
         """The entry (else the waiver) that accepts *group*; ``None`` when it is new.
 
-        The entry of its root cause, else of another violation its findings name (one
+        The entry of its root cause, else of another rule its findings name (one
         defect seen through several checks in one finding: which comes first varies)."""
-        wanted = [signature(group.rule, group.cause), *group.signatures]
-        for key in wanted:
+        for key in (group.signature, *group.named):
             for entry in self.entries:
                 if entry.signature == key:
                     return entry
@@ -112,10 +122,8 @@ class Baseline:
 
     def accepted_json(self) -> dict[str, list[str]]:
         """What a verify worker's judge sets aside (``oracles.accepted``), as JSON."""
-        return {
-            "signatures": [e.signature for e in self.entries],
-            "rules": [w.rule for w in self.waivers],
-        }
+        rules = [e.rule for e in self.entries if e.rule] + [w.rule for w in self.waivers]
+        return {"rules": list(dict.fromkeys(rules))}
 
     def with_waivers(self, waivers: Iterable[Waiver]) -> Baseline:
         return Baseline(list(self.entries), [*self.waivers, *waivers], self.path)
@@ -139,9 +147,9 @@ class Judgement:
 def judge(
     groups: Sequence[Group], baseline: Baseline, seen: Mapping[str, int] | None = None
 ) -> Judgement:
-    """Sort *groups* into accepted and new. *seen*: signature -> histories whose root
-    cause the workers' judge set aside as accepted (``oracles.accepted``); an entry
-    neither matched nor set aside is stale."""
+    """Sort *groups* into accepted and new. *seen*: rule -> histories the workers' judge
+    set aside as accepted (``oracles.accepted``); an entry neither matched nor set aside
+    is stale."""
     accepted: list[tuple[Group, Entry | Waiver]] = []
     new: list[Group] = []
     for group in groups:
@@ -150,7 +158,7 @@ def judge(
             new.append(group)
         else:
             accepted.append((group, by))
-    found = {key for g in groups for key in (signature(g.rule, g.cause), *g.signatures)}
+    found = {key for g in groups for key in (g.signature, *g.named)}
     seen = seen or {}
     stale = [e for e in baseline.entries if e.signature not in found and not seen.get(e.signature)]
     set_aside = [
@@ -198,10 +206,11 @@ def load_baseline(path: str) -> Baseline:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"baseline file {path!r} is not valid TOML: {exc}") from None
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if version not in READS:
         raise UsageError(
-            f"baseline file {path!r} has version {data.get('version')!r}, this chunk-adapter "
-            f"reads version {VERSION}; rewrite it with --write-baseline {path}"
+            f"baseline file {path!r} has version {version!r}, this chunk-adapter reads "
+            f"versions {', '.join(map(str, READS))}; rewrite it with --write-baseline {path}"
         )
     unknown = sorted(set(data) - {"version", "adapter", "accepted", "waiver"})
     if unknown:
@@ -217,10 +226,16 @@ def load_baseline(path: str) -> Baseline:
         seen_by = table.get("seen_by", [])
         if not isinstance(seen_by, list) or not all(isinstance(s, str) for s in seen_by):
             raise UsageError(f"{where}: 'seen_by' must be a list of strings, got {seen_by!r}")
+        rule = _rule(table.get("rule"), where)
+        cause = _string(table, "cause", where, required=not rule)
+        if rule:
+            cause = rule_named(rule).name  # the file's text is for the reader
+        elif version == 1 and seen_by:
+            cause = seen_by[0]  # version 1 named a rule-less cause by its message
         entries.append(
             Entry(
-                _rule(table.get("rule"), where),
-                _string(table, "cause", where, required=True),
+                rule,
+                cause,
                 _string(table, "reason", where, required=False),
                 tuple(seen_by),
                 _string(table, "example", where, required=False),
@@ -235,7 +250,24 @@ def load_baseline(path: str) -> Baseline:
         if not reason:
             raise UsageError(f"{where}: a waiver accepts a whole rule; say why in 'reason'")
         waivers.append(Waiver(_rule(table.get("rule"), where), reason))
-    return Baseline(entries, waivers, path)
+    return Baseline(_folded(entries), waivers, path)
+
+
+def _folded(entries: list[Entry]) -> list[Entry]:
+    """*entries* with those of one signature folded into the first: their reasons (each
+    once) and the checks that saw them kept (a version 1 file has an entry per message)."""
+    out: dict[str, Entry] = {}
+    for entry in entries:
+        first = out.get(entry.signature)
+        if first is None:
+            out[entry.signature] = entry
+            continue
+        reasons = [r for r in dict.fromkeys((first.reason, entry.reason)) if r]
+        out[entry.signature] = Entry(
+            first.rule, first.cause, "; ".join(reasons),
+            tuple(dict.fromkeys((*first.seen_by, *entry.seen_by))), first.example,
+        )  # fmt: skip
+    return list(out.values())
 
 
 def baseline_text(
@@ -251,19 +283,20 @@ def baseline_text(
     that did not meet an entry (another seed, a budget) is no proof its bug is gone, so
     rewriting only adds; a stale entry is deleted by a human, as the report says.
     """
-    reasons = {e.signature: e.reason for e in previous.entries} if previous else {}
+    before = {e.signature: e for e in previous.entries} if previous else {}
     accepted = []
     written: set[str] = set()
     for group in groups:
-        key = signature(group.rule, group.cause)
+        key = group.signature
         if key in written:
             continue
         written.add(key)
+        old = before.get(key)
         accepted.append({
             "rule": group.rule,
             "cause": group.cause,
-            "reason": reasons.get(key, ""),
-            "seen_by": list(group.checks),
+            "reason": old.reason if old else "",
+            "seen_by": list(dict.fromkeys((*group.checks, *(old.seen_by if old else ())))),
             "example": " ".join(group.evidence.split())[:300],
         })  # fmt: skip
     for entry in previous.entries if previous else ():

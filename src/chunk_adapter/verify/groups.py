@@ -1,14 +1,23 @@
-"""Findings grouped by root cause: one group per (root rule, first violated check).
+"""Findings grouped by root cause: one group per root rule.
 
 Under ``verify --all`` every check runs to the budget, so one bug is usually
 seen by several checks (a stale token breaks R16 in the machines and in two
-explorer scenarios). :func:`group_findings` folds the confirmed violations
-into root causes: two findings are one group when they name the same **root
-rule** (the first of ``CheckResult.rules``) and the same **cause** — the first
-violated check's message with its particulars (chunk ids, keys, values,
-request names) taken out, so the oracle that fired is what is compared, not
-the data it fired on. Each group keeps the checks that saw it and the
-reproducer of the first (cheapest stage first, as verify runs them).
+explorer scenarios), and each words what it saw its own way: the same defect
+reads "the get began after cleanup_receiver" in one and "a value of a
+cleaned-up registration crossed the fence" in another, and which of them fires
+first changes with the seed. :func:`group_findings` folds the confirmed
+violations into root causes by **what failed**: the root rule, the first of
+``CheckResult.rules`` — the finest identity a check made from outside the
+adapter can give a defect that every check and every seed agree on. A finding
+that names no rule (the adapter raised where no call may) is a root cause of its
+own check. Each group keeps the checks that saw it and the reproducer of the
+first (cheapest stage first, as verify runs them).
+
+What this costs: two defects that break the same rule are one root cause — the
+report lists every check that saw it, and after the first is fixed the next run
+reports the other. What it buys: a defect is one root cause whichever check,
+message or seed shows it, so a baseline written on one seed holds on the next
+(docs/verify.md, "Baselines").
 """
 
 from __future__ import annotations
@@ -17,10 +26,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..oracles.causes import cause_of, causes_of, signature
+from ..errors import InvalidValue
 from ..outcome import CheckResult
+from ..rules import rule as rule_named
 
-__all__ = ["Group", "cause_of", "group_findings"]
+__all__ = ["Group", "cause_of", "group_findings", "signature"]
+
+
+def signature(rule: str, cause: str) -> str:
+    """What a root cause and a baseline entry are matched by: the rule (``"R16"``), or
+    for a finding that names none, ``"no rule: <the check that saw it>"``."""
+    return rule if rule else f"no rule: {cause}"
+
+
+def cause_of(result: CheckResult) -> tuple[str, str]:
+    """``(rule, cause)`` of the root cause *result* (a failure) is a finding of: its root
+    rule and the rule's name, else ``""`` and the check that saw it."""
+    if result.rules:
+        root = result.rules[0]
+        try:
+            return root, rule_named(root).name
+        except InvalidValue:  # a finding of a check outside the registry: its rule as given
+            return root, root
+    return "", f"{result.stage}/{result.name}"
 
 
 @dataclass
@@ -28,14 +56,19 @@ class Group:
     """One root cause: its rule, its cause, the checks that saw it and how to replay it."""
 
     rule: str  # the root rule ("" when the finding names none: the adapter raised)
-    cause: str
+    cause: str  # the rule's name ("`cleanup_receiver` is a commit fence"), else the check
     evidence: str  # the first finding's evidence, as reported
     checks: list[str] = field(default_factory=list)  # "stage/check", in the order run
     replays: list[str] = field(default_factory=list)  # distinct reproducers, cheapest first
     findings: list[CheckResult] = field(default_factory=list, repr=False)  # the results, in order
-    signatures: list[str] = field(default_factory=list)
-    """Of every violation its findings name (a finding may name several, ``"R4: ...; R15:
-    ..."``), the root cause's first: what a baseline entry may match (:mod:`.baseline`)."""
+    named: list[str] = field(default_factory=list)
+    """Every rule its findings name, the root first and then the consequences (a finding
+    may name several, ``"R4: ...; R15: ..."``): a baseline entry of any accepts it
+    (:mod:`.baseline`; which of them a check reports first varies)."""
+
+    @property
+    def signature(self) -> str:
+        return signature(self.rule, self.cause)
 
     @property
     def replay(self) -> str | None:
@@ -60,17 +93,14 @@ def group_findings(results: Iterable[CheckResult]) -> list[Group]:
     for result in results:
         if result.verdict != "fail":
             continue
-        rule = result.rules[0] if result.rules else ""
-        cause = cause_of(result.evidence)
-        group = groups.get((rule, cause))
+        key = cause_of(result)
+        group = groups.get(key)
         if group is None:
-            group = groups[(rule, cause)] = Group(rule, cause, result.evidence)
-            group.signatures.append(signature(rule, cause))
+            group = groups[key] = Group(*key, result.evidence)
         group.findings.append(result)
-        for named in causes_of(result.evidence):
-            key = signature(*named)
-            if key not in group.signatures:
-                group.signatures.append(key)
+        for named in result.rules:
+            if named not in group.named:
+                group.named.append(named)
         check = f"{result.stage}/{result.name}"
         if check not in group.checks:
             group.checks.append(check)

@@ -84,7 +84,7 @@ def to_markdown(report: VerifyReport) -> str:
             lines += ["```", "", "</details>"]
     if judgement is not None and judgement.stale:
         lines += ["", "**Stale baseline entries** (not seen in this run; delete once fixed):", ""]
-        lines += [f"- `{_cell(entry.signature)}`" for entry in judgement.stale]
+        lines += [f"- {_cell(entry.title)}" for entry in judgement.stale]
     for result in report.inconclusive:
         lines += [
             "",

@@ -42,7 +42,7 @@ class VerifyReport:
     """The accepted root causes (``--baseline``, ``--accept``): a root cause it accepts is
     reported as accepted and does not make the verdict a violation (:mod:`.baseline`)."""
     accepted_seen: dict[str, int] = field(default_factory=dict)
-    """Signature -> histories the workers' judge set aside as an accepted root cause."""
+    """Rule -> histories the workers' judge set aside as an accepted root cause."""
 
     @property
     def failures(self) -> list[CheckResult]:
@@ -223,7 +223,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
         print("\nACCEPTED, set aside by the judge while the checks searched on (histories):",
               file=out)  # fmt: skip
         for entry, count in judgement.set_aside:
-            print(f"  {entry.signature} ({count}); {entry.reason or 'no reason given yet'}",
+            print(f"  {entry.title} ({count}); {entry.reason or 'no reason given yet'}",
                   file=out)  # fmt: skip
     if judgement is not None and judgement.stale:
         hedge = (" (some checks could not decide: not seen is no proof of a fix)"
@@ -232,7 +232,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
               f"fixed, delete them from {report.baseline.path if report.baseline else ''}:",
               file=out)  # fmt: skip
         for entry in judgement.stale:
-            print(f"  {entry.signature}", file=out)
+            print(f"  {entry.title}", file=out)
     known_note = ""
     accepted_count = judgement.accepted_count if judgement else 0
     if accepted_count:

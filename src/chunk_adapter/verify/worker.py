@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--substitute", action="append", default=[])
     parser.add_argument("--check", action="append", default=[])  # run only these checks
     parser.add_argument("--all", action="store_true", help="run every check after violations")
-    parser.add_argument(  # a JSON file: {"signatures": [...], "rules": [...]} (verify --baseline)
+    parser.add_argument(  # a JSON file: {"rules": [...]} (verify --baseline)
         "--accepted", default=None, help="root causes a baseline accepts"
     )
     # Run another stage function under this stage's name (the worker's own tests).
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.accepted is not None:
         with open(args.accepted, encoding="utf-8") as handle:
             known = json.load(handle)
-        accepted.install(accepted.Accepted.of(known["signatures"], known["rules"]))
+        accepted.install(accepted.Accepted.of(known["rules"]))
     events.emit({"event": "start", "stage": args.stage})
     if args.stage == PREFLIGHT:
         problem = preflight(load_factory(args.adapter), args.adapter)
