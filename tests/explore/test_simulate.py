@@ -243,6 +243,55 @@ def test_a_failure_count_carried_to_the_next_chunk_is_r10_through_a_long_outage(
     assert run(world).ok  # the reference adapter's backoff does not overflow
 
 
+class ExtraTryAfterADrop(ChunkAdapter):
+    """Gives the chunk after a dropped one a try more than ``put_tries`` (its count starts
+    at -1): R10 gives every chunk the same tries."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.after_a_drop = False
+        self.started: set[int] = set()  # id() of the attempts begun
+
+    def _put_once(self, attempt: Any) -> float | None:
+        if id(attempt) not in self.started:
+            self.started.add(id(attempt))
+            if self.after_a_drop:
+                attempt.tries, self.after_a_drop = -1, False  # the bug
+        before = attempt.tries
+        pause = super()._put_once(attempt)
+        if pause is None and attempt.tries > before and not attempt.is_final:
+            self.after_a_drop = True  # dropped after its failed tries
+        return pause
+
+
+def extra_try_after_a_drop(connector: Any, **kwargs: Any) -> ChunkAdapter:
+    return ExtraTryAfterADrop(connector, **kwargs)
+
+
+@pytest.mark.rule("R10")
+@pytest.mark.parametrize(
+    ("options", "seconds"),
+    [({"put_tries": 3}, 0.03), ({}, 0.03), ({"put_tries": 3}, 0.05), ({}, 0.05)],
+    ids=["known-put", "put_tries-unknown-put", "known-dropped", "put_tries-unknown-dropped"],
+)
+def test_a_chunk_tried_once_too_often_after_a_drop_is_r10(
+    options: dict[str, Any], seconds: float
+) -> None:
+    # chunk 0 is dropped after its 3 tries; chunk 1 gets a 4th, which lands (a 30 ms
+    # outage) or fails too (50 ms): tried more often than put_tries, or than chunk 0
+    world = Scenario(
+        "w",
+        (load("a"), outage("put", None, seconds), save("a", [0]), save("a", [1]),
+         save("a", ["end"], True)),
+        stage_ids=(0, 1), settle_limit=20.5, liveness=2.5, options=options,
+    )  # fmt: skip
+    assert run(world).ok  # the reference adapter: every chunk its own 3 tries
+    setup = sim_setup(extra_try_after_a_drop, wall_timeout=10.0, max_steps=60_000)
+    with prepared(setup):
+        execution = run_world(world, DrawnStrategy([]), setup)[-1]
+    assert rules_of(execution)[:1] == ["R10"], execution.failures
+
+
 @pytest.mark.rule("R3")
 def test_a_scheduler_call_that_waits_for_a_slow_build_breaks_r3() -> None:
     world = Scenario("w", (load("a"), slow("build", None, 2.0), save("a", [0], True)), **WORLD)

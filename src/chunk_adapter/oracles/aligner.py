@@ -263,7 +263,7 @@ class Aligner:
         by_put = [s for s in dropped if not self._dropped_ok(s, window_end)]
         need = len(by_put) * (self.put_tries or 1)
         key = next_op.key if next_op is not None else None
-        short, tries = self._short_of_tries(by_put, dropped, window_end, next_op)
+        short, tries, over = self._short_of_tries(by_put, dropped, window_end, next_op)
         if short and self.failures >= need:  # enough tries in all, but not each its own
             own = ", ".join(f"{snap!r} after {n}" for snap, n in short)
             known = "" if self.put_tries else " (put_tries not known: another chunk got as many)"
@@ -307,6 +307,19 @@ class Aligner:
                     f"expected at least {need} ({self.put_tries or 1} tries each)",
                     key,
                 )
+        elif over:  # the mirror: tried too often
+            limit = (
+                "put_tries allows"
+                if self.put_tries
+                else "a chunk of the same outage was dropped after"
+            )
+            self.violation(
+                R10,
+                f"non-final chunk(s) tried more often than the {tries} tries {limit}: "
+                f"{'; '.join(over)} (a failed put is a chunk's when it carries its payload); "
+                "every chunk gets the same tries and is dropped after them",
+                key,
+            )
         if (
             not dropped
             and next_op is not None
@@ -327,44 +340,57 @@ class Aligner:
         dropped: list[CallRecord],
         window_end: int,
         next_op: ConnectorOp | None,
-    ) -> tuple[list[tuple[Any, int]], int]:
+    ) -> tuple[list[tuple[Any, int]], int, list[str]]:
         """The saves of *by_put* (dropped for failed puts) that got fewer failed puts of
-        their own than R10's tries, with how many each got, and the tries asked for.
+        their own than R10's tries, with how many each got; the tries asked for; and the
+        chunks tried more often than that, said: a save of *by_put* dropped after more
+        (``put_tries`` known), *next_op* (a non-final put) put after as many.
 
         A failed put is a save's when it carries that save's payload (what its build
         returned, or the snapshot where nothing builds). Pooled, one chunk's tries may hide
         another's missing ones: a count of failures carried over from a dropped chunk gives
         the next one a single try. Where ``put_tries`` is not known, a chunk dropped after
         k failed puts of its own shows that the adapter's tries are k, so the most any
-        chunk here got is asked of all. Said only where every payload is known and tells
-        its save apart from the window's others (the saves *dropped* for another reason and
-        the chunk put next among them), no put was refused for good (R25: that chunk's
-        tries end at once) and the window is small enough to compare pairwise: else
-        nothing (``[]``)."""
-        if len(by_put) < (1 if self.put_tries else 2) or len(dropped) > ATTRIBUTED:
-            return [], 0
+        chunk here got is asked of all, and of the chunk put next, fewer. Said only where
+        every payload is known and tells its save apart from the window's others (the
+        saves *dropped* for another reason and the chunk put next among them), no put was
+        refused for good (R25: that chunk's tries end at once) and the window is small
+        enough to compare pairwise: else nothing (``[]``, ``None``)."""
+        nothing: tuple[list[tuple[Any, int]], int, list[str]] = ([], 0, [])
+        if not by_put or len(dropped) > ATTRIBUTED:
+            return nothing
         if any(op.permanent for op in self.failed):  # R25: refused for good, tried once
-            return [], 0
+            return nothing
         payloads = [self._payload_of(s, window_end) for s in by_put]
         if any(p is _UNKNOWN for p in payloads):
-            return [], 0
+            return nothing
         judged = {id(s) for s in by_put}  # by identity: a record's == compares payloads
         excused = [self._payload_of(s, window_end) for s in dropped if id(s) not in judged]
         rivals = [*payloads, *(p for p in excused if p is not _UNKNOWN)]
         rivals += [data_of(next_op)] if next_op is not None else []
         for i, p in enumerate(payloads):
             if any(_equal(p, q) is not False for j, q in enumerate(rivals) if j != i):
-                return [], 0  # two payloads alike: whose failed put is whose cannot be said
+                return nothing  # two payloads alike: whose failed put is whose cannot be said
         data = [data_of(op) for op in self.failed]
         counts = []
-        for p in payloads:
+        nonfinal_next = next_op is not None and not is_final_put(next_op)
+        asked = [*payloads, data_of(next_op)] if next_op is not None and nonfinal_next else payloads
+        for p in asked:
             counted = [d is p or _equal(d, p) for d in data]
             if None in counted:
-                return [], 0
+                return nothing
             counts.append(sum(1 for c in counted if c))
+        own = counts.pop() if nonfinal_next else None
         need = self.put_tries or max(counts)
         short = [(s.args[0], n) for s, n in zip(by_put, counts, strict=True) if n < need]
-        return short, need
+        over = [
+            f"{s.args[0]!r} dropped after {n} failed puts of its own"
+            for s, n in zip(by_put, counts, strict=True)
+            if n > need
+        ]
+        if own is not None and own >= need and next_op is not None:
+            over.append(f"{data_of(next_op)!r} put after {own} failed puts of its own")
+        return short, need, over
 
     def _payload_of(self, s: CallRecord, window_end: int) -> Any:
         """The payload save *s* would be put with: its one successful non-final build's
