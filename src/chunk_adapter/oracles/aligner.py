@@ -355,7 +355,7 @@ class Aligner:
         every payload is known and tells its save apart from the window's others (the
         saves *dropped* for another reason and the chunk put next among them), no put was
         refused for good (R25: that chunk's tries end at once) and the window is small
-        enough to compare pairwise: else nothing (``[]``, ``None``)."""
+        enough to compare pairwise: else nothing (``[]``, ``0``, ``[]``)."""
         nothing: tuple[list[tuple[Any, int]], int, list[str]] = ([], 0, [])
         if not by_put or len(dropped) > ATTRIBUTED:
             return nothing
@@ -373,14 +373,14 @@ class Aligner:
                 return nothing  # two payloads alike: whose failed put is whose cannot be said
         data = [data_of(op) for op in self.failed]
         counts = []
-        nonfinal_next = next_op is not None and not is_final_put(next_op)
-        asked = [*payloads, data_of(next_op)] if next_op is not None and nonfinal_next else payloads
+        put_next = next_op if next_op is not None and not is_final_put(next_op) else None
+        asked = payloads if put_next is None else [*payloads, data_of(put_next)]
         for p in asked:
             counted = [d is p or _equal(d, p) for d in data]
             if None in counted:
                 return nothing
             counts.append(sum(1 for c in counted if c))
-        own = counts.pop() if nonfinal_next else None
+        own = counts.pop() if put_next is not None else 0
         need = self.put_tries or max(counts)
         short = [(s.args[0], n) for s, n in zip(by_put, counts, strict=True) if n < need]
         over = [
@@ -388,8 +388,8 @@ class Aligner:
             for s, n in zip(by_put, counts, strict=True)
             if n > need
         ]
-        if own is not None and own >= need and next_op is not None:
-            over.append(f"{data_of(next_op)!r} put after {own} failed puts of its own")
+        if put_next is not None and own >= need:
+            over.append(f"{data_of(put_next)!r} put after {own} failed puts of its own")
         return short, need, over
 
     def _payload_of(self, s: CallRecord, window_end: int) -> Any:
