@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .violations import Violation
 
-__all__ = ["Accepted", "covers", "install", "seen", "total"]
+__all__ = ["Accepted", "accepts", "covers", "install", "seen", "total"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,13 @@ def covers(violations: Sequence[Violation]) -> bool:
                 _seen[violation.rule] += 1
             return True
     return False
+
+
+def accepts(rule: str) -> bool:
+    """Whether *rule* is accepted in this process (not counted: a stage asking whether
+    to go on past a finding whose root, named after the history was judged, is accepted)."""
+    with _lock:
+        return rule in _accepted.rules
 
 
 def seen() -> dict[str, int]:

@@ -29,11 +29,12 @@ inside the stage's deadline. A red must mean a bug, so:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...confirm import PASSED, Seen, confirm
 from ...errors import InvalidValue
 from ...factory import AdapterFactory
+from ...oracles import accepted
 from ...outcome import CheckResult, StageContext
 from ...profiles import current_profile
 from ...rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20, R22
@@ -45,7 +46,9 @@ from ..runtime.carriers import CONFIRM_RUNTIME
 from ..runtime.controller import Failure
 from ..runtime.tasks import seen
 from ..scenarios.library import LIBRARY, VERIFY
+from ..scenarios.scenario import Scenario
 from ..strategies import PctStrategy, RandomStrategy, SectionStrategy, Strategy
+from .cause import root_of
 from .proofs import proof_plan, proof_reserve, prove_stage
 
 __all__ = ["plan", "run_stage"]
@@ -107,10 +110,14 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             wall_timeout=wall,
         )
         took.append(report.seconds)
-        result = _judge(report, label, runs, control, ctx, wall, factory)
+        again = _again(kind, runs, factory, ctx, wall, keep)
+        result = _judge(report, label, runs, control, ctx, wall, factory, again)
         yield result
-        if result.verdict == "fail" and ctx.run_all:
-            continue  # verify --all: every scenario runs, whatever the others found
+        if result.verdict == "fail" and (ctx.run_all or accepted.accepts(result.rules[0])):
+            # verify --all: every scenario runs, whatever the others found; and a root
+            # cause a baseline accepts must not hide the next (its history showed only
+            # the symptoms the counterfactual traced to it, so the judge did not set it aside)
+            continue
         if result.verdict == "fail" or _uncontrolled(report.failure):
             if index + 1 < len(plan) and result.verdict != "fail":
                 yield _not_started(plan[index + 1 :], runs, control)
@@ -126,6 +133,29 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         substitute,
         RESERVE,
     )
+
+
+def _again(
+    kind: str, runs: int, factory: AdapterFactory, ctx: StageContext, wall: float, keep: float
+) -> Callable[[Scenario], str | None]:
+    """How a counterfactual script is run (:mod:`.cause`): the failing run's strategy,
+    seed and budget; how it passed, or ``None`` (it failed, or was cut short)."""
+
+    def passes(script: Scenario) -> str | None:
+        report = explore(
+            script,
+            _strategy(kind, ctx.seed, runs),
+            factory=factory,
+            substitute=tuple(ctx.substitute) or "auto",
+            time_budget=max(1.0, (ctx.left() - keep) * RESERVE),
+            step_budget=runs * STEPS_PER_EXECUTION,
+            wall_timeout=wall,
+        )
+        if report.failure is not None or not (report.executions >= runs or report.out_of_steps):
+            return None
+        return f"{report.executions} of {runs} executions under {kind}, none failed"
+
+    return passes
 
 
 def _share(left: float, remaining: int, took: list[float]) -> float:
@@ -155,7 +185,10 @@ def _judge(
     ctx: StageContext,
     wall: float,
     factory: AdapterFactory,
+    again: Callable[[Scenario], str | None] | None = None,
 ) -> CheckResult:
+    """The verdict on one scenario run: pass, a confirmed fail (its root rule asked of the
+    counterfactual scripts through *again*, :mod:`.cause`), or inconclusive."""
     scenario = report.scenario
     rules = _scenario_rules(scenario.question)
     done = f"{report.executions} of {runs} executions"
@@ -227,10 +260,11 @@ def _judge(
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
             coverage=f"{done} (stopped at a failure that did not replay)",
         )  # fmt: skip
-    found = _rules(failed.failures)
+    root = root_of(scenario, _rules(failed.failures), again or (lambda script: None))
+    seconds = report.seconds + time.perf_counter() - start
     return CheckResult(
-        "explore", label, found, "fail",
-        f"[{first.kind}] {_first_line(first.message)}",
+        "explore", label, root.rules, "fail",
+        f"[{first.kind}] {_first_line(first.message)}" + (f" ({root.why})" if root.why else ""),
         detail=report.describe_failure(), replay=command, seconds=seconds,
         confirmation=f"replayed once on {CONFIRM_RUNTIME}s: failed again", coverage=coverage,
     )  # fmt: skip

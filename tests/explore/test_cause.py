@@ -1,0 +1,137 @@
+"""The root rule of a confirmed failure, asked of counterfactual scripts (R12, R16).
+
+An oracle names the rule where a break shows; a script that fails while the same script
+without a call's freedom (a reload left out: R12; every cleanup made once the adapters
+have settled: R16) passes names that call's rule as the root. The counterfactuals are
+pure functions of a script; the stages ask them only after a failure is confirmed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from chunk_adapter.adapter import ChunkAdapter  # noqa: E402
+from chunk_adapter.explore.scenarios.counterfactual import COUNTERFACTUALS  # noqa: E402
+from chunk_adapter.explore.scenarios.library import LIBRARY  # noqa: E402
+from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
+    Scenario,
+    cleanup,
+    load,
+    poll,
+    save,
+    settle,
+)
+from chunk_adapter.explore.stages.cause import root_of  # noqa: E402
+from chunk_adapter.explore.stages.explore import run_stage  # noqa: E402
+from chunk_adapter.factory import load_factory  # noqa: E402
+from chunk_adapter.outcome import StageContext  # noqa: E402
+from chunk_adapter.rules import R2, R4, R12, R14, R16  # noqa: E402
+
+RELOADS, FENCE = COUNTERFACTUALS
+
+
+def script(*ops: Any, topology: str = "pipeline") -> Scenario:
+    return Scenario("s", tuple(ops), topology=topology)
+
+
+@pytest.mark.rule("R12")
+def test_the_reload_counterfactual_leaves_out_only_loads_of_a_registered_request() -> None:
+    s = script(
+        load("r"), load("r"), load("r", on="middle"), cleanup("r"), load("r"), load("a"), poll(),
+        topology="three-stage",
+    )  # fmt: skip
+    changed = RELOADS.of(s)
+    assert changed is not None
+    # the second load of r on the receiver goes; the middle's is its own first; after the
+    # cleanup r is registered afresh
+    assert changed.ops == (
+        load("r"), load("r", on="middle"), cleanup("r"), load("r"), load("a"), poll(),
+    )  # fmt: skip
+    assert RELOADS.of(script(load("r"), cleanup("r"), load("r"))) is None
+
+
+@pytest.mark.rule("R16")
+def test_the_fence_counterfactual_settles_before_each_cleanup_of_a_registered_request() -> None:
+    s = script(
+        save("r", 0), load("r"), cleanup("r"), cleanup("r"), load("r"), settle(), cleanup("r"),
+    )  # fmt: skip
+    changed = FENCE.of(s)
+    assert changed is not None
+    assert changed.ops == (
+        save("r", 0), load("r"), settle(), cleanup("r"), cleanup("r"), load("r"), settle(),
+        cleanup("r"),
+    )  # fmt: skip
+    assert FENCE.of(script(load("r"), settle(), cleanup("r"))) is None
+    assert FENCE.of(script(cleanup("r"), load("r"))) is None  # not registered: nothing races
+
+
+@pytest.mark.rule("R16")
+def test_the_root_moves_only_where_a_counterfactual_passes_and_the_oracle_saw_a_symptom() -> None:
+    s = script(load("r"), cleanup("r"), load("r"))
+    asked: list[tuple[Any, ...]] = []
+
+    def passes(changed: Scenario) -> str | None:
+        asked.append(changed.ops)
+        return "3 of 3 executions"
+
+    root = root_of(s, (R2, R14), passes)
+    assert root.rules == (R16, R2, R14)
+    assert "root R16" in root.why and "not R2" in root.why and "3 of 3" in root.why
+    assert asked == [(load("r"), settle(), cleanup("r"), load("r"))]  # the reload one: n/a
+
+    assert root_of(s, (R2, R14), lambda changed: None).rules == (R2, R14)  # it failed too
+    assert root_of(s, (R4,), passes).rules == (R4,)  # a snapshot is no fence's symptom
+    assert root_of(s, (R16, R2), passes).rules == (R16, R2)  # already the root
+    assert root_of(s, (), passes).rules == ()
+
+
+class StaleCommitMovesNextId(ChunkAdapter):
+    """BUG (R16): a get whose registration was cleaned up while it was in flight is
+    discarded, but still moves the request's next id — the new registration's — past
+    the chunk it got (one counter per request id, not per registration)."""
+
+    def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
+        with self._recv_lock:
+            stale_before = self._recv_counts["stale_discarded"]
+        progress = super()._poll_one(request_id, token, key, chunk_id)
+        with self._recv_lock:
+            if self._recv_counts["stale_discarded"] > stale_before and (
+                request_id in self._next_recv_id
+            ):
+                self._next_recv_id[request_id] = chunk_id + 1  # BUG (R16)
+        return progress
+
+
+def make(connector: Any, **kwargs: Any) -> StaleCommitMovesNextId:
+    return StaleCommitMovesNextId(connector, **kwargs)
+
+
+@pytest.mark.rule("R16")
+def test_the_explore_stage_names_the_fence_where_the_oracle_sees_a_chunk_out_of_order() -> None:
+    # the new registration skips its chunk 0 and hands out chunk 1 first: the oracle sees
+    # a chunk out of id order (R14) — the same script with the cleanup made once the
+    # receiver settled passes, so the root is the fence
+    name = "pipeline/q5-cleanup-inflight-get-event"
+    spec = f"{__name__}:make"
+    ctx = StageContext(
+        spec, "quick", 0, 60.0, f"chunk-adapter verify --adapter {spec}",
+        deadline=time.monotonic() + 60.0, only=(f"{name} / pct",),
+    )  # fmt: skip
+    results = list(run_stage(load_factory(spec), ctx))
+    (result,) = (r for r in results if r.name == f"{name} / pct")
+    assert result.verdict == "fail", result.evidence
+    assert result.rules[0] == R16, result.evidence
+    assert R14 in result.rules[1:], result.rules  # what the oracle saw, after the root
+    assert "root R16" in result.evidence and "settled" in result.evidence
+    # the library script itself is left alone: the counterfactual is a new script
+    assert cleanup("r") in LIBRARY[name].ops and settle() not in LIBRARY[name].ops
+    assert R12  # the reload counterfactual had no reload to leave out here
