@@ -44,6 +44,7 @@ from ...factory import AdapterFactory, reference_factory
 from ...rules import RECENT_REQUESTS
 from ..runtime.controller import Failure
 from ..runtime.tasks import signature as failure_signature
+from ..scenarios.long_haul import long_worlds
 from ..scenarios.scenario import Scenario
 from ..scenarios.worlds import schedules_for_worlds, worlds
 from ..strategies import (
@@ -117,6 +118,10 @@ class Simulation:
     stopped: Execution | None = None
     """An execution the explorer could not control: the run stopped there."""
     out_of_time: bool = False
+    long_haul: int = 0
+    """Long-haul worlds run to a verdict (:mod:`..scenarios.long_haul`), after the sample."""
+    long_haul_cut: bool = False
+    """The long-haul worlds were cut short by the deadline (the sample was not)."""
     seconds: float = 0.0
     executions: int = 0
     runtime: str = ""
@@ -156,6 +161,12 @@ SEEDED_RUNS = (2, 12)
 """Executions of a world under a seeded pick (PCT or random), the first that fails counting:
 ``32 // scheduler ops`` within these bounds. A small world's executions are short, and a
 race needs fewer of its steps to line up: it gets more schedules for the same time."""
+
+
+LONG_HAUL_SHARE = 0.05
+"""Long-haul worlds (:mod:`..scenarios.long_haul`) run after the main sample passed, as a
+share of its count (ci: 30 after 600), within the same deadline: a deadline reached
+among them leaves the verdict on the sample whole (:attr:`Simulation.long_haul_cut`)."""
 
 
 def seeded_runs(world: Scenario) -> int:
@@ -248,8 +259,11 @@ def simulate(
     options: Callable[[dict[str, Any]], dict[str, Any]] = lambda o: o,
     shrink_seconds: float = 30.0,
     judged_wrongly: Callable[[Scenario], bool] | None = None,
+    long_haul_share: float = LONG_HAUL_SHARE,
 ) -> Simulation:
-    """Draw up to *examples* worlds and run each once; shrink the first failure.
+    """Draw up to *examples* worlds and run each once; shrink the first failure. If none
+    failed, ``round(examples * long_haul_share)`` long-haul worlds the same way
+    (:mod:`..scenarios.long_haul`; what the deadline leaves of them).
 
     *deadline* is a ``time.monotonic()`` value: no world starts after it. Shrinking
     takes at most *shrink_seconds* after the first failure (half for Hypothesis's
@@ -269,10 +283,15 @@ def simulate(
     shrink_until = [deadline]  # set when the first failure is found
     start = time.monotonic()
 
+    long_phase: list[bool] = []  # set once the main sample has passed
+
     def fails(pair: tuple[Scenario, SchedulePick]) -> bool:
         now = time.monotonic()
         if now > deadline:
-            sim.out_of_time = True
+            if long_phase and sim.first is None:
+                sim.long_haul_cut = True  # the sample is whole: only the extra was cut
+            else:
+                sim.out_of_time = True
             raise _Stop
         if sim.first is not None and now > shrink_until[0]:
             raise _Stop  # shrinking had its time: what was found stands
@@ -282,7 +301,10 @@ def simulate(
         sim.executions += len(runs)
         execution = runs[-1]
         if not execution.failures:
-            sim.worlds += sim.first is None
+            if long_phase:
+                sim.long_haul += sim.first is None
+            else:
+                sim.worlds += sim.first is None
             if execution.retained:
                 held, leaky = holders(execution.retained), Found(world, execution, pick)
                 if held not in sim.leaky or _cost(leaky) < _cost(sim.leaky[held]):
@@ -306,7 +328,10 @@ def simulate(
                 sim.misjudged = sim.misjudged or found
                 return False
             target.append(sig)
-            sim.worlds += 1
+            if long_phase:
+                sim.long_haul += 1
+            else:
+                sim.worlds += 1
             sim.first = sim.found = found
             shrink_until[0] = time.monotonic() + shrink_seconds / 2  # Hypothesis's half
         if sig != target[0]:
@@ -326,20 +351,29 @@ def simulate(
         verbosity=Verbosity.quiet,
         report_multiple_bugs=False,
     )
+    extra = round(examples * long_haul_share)
     with prepared(setup):
         sim.runtime = f"{setup.runtime} ({setup.runtime_reason})"
-        # no failing world (NoSuchExample), or stopped: what was seen is in sim either way
-        with contextlib.suppress(_Stop, HypothesisException):
-            find(
-                st.tuples(worlds(), schedules_for_worlds()),
-                fails,
-                settings=chosen,
-                # derandomized or not, the seed picks the sample: the same seed, the same
-                # worlds and verdict; another seed, another sample (a bug few worlds reach
-                # is found in some samples and missed in others: measure over several)
-                random=random.Random(seed),
-                database_key=database_key,
-            )
+        for family, count, key, long_haul in (
+            (worlds(), examples, database_key, False),
+            (long_worlds(), extra, database_key + b":long", True),
+        ):
+            if sim.first is not None or sim.stopped is not None or sim.out_of_time or not count:
+                break
+            if long_haul:
+                long_phase.append(True)
+            # no failing world (NoSuchExample), or stopped: what was seen is in sim either way
+            with contextlib.suppress(_Stop, HypothesisException):
+                find(
+                    st.tuples(family, schedules_for_worlds()),
+                    fails,
+                    settings=settings(chosen, max_examples=count),
+                    # derandomized or not, the seed picks the sample: the same seed, the
+                    # same worlds and verdict; another seed, another sample (a bug few
+                    # worlds reach is found in some samples and missed in others)
+                    random=random.Random(seed),
+                    database_key=key,
+                )
         if sim.found is not None and sim.stopped is None:
             # the other half, op by op: with what Hypothesis's half left
             shrink_until[0] = max(shrink_until[0], time.monotonic()) + shrink_seconds / 2

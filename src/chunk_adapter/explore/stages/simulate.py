@@ -47,6 +47,7 @@ from ..engine.reproduce import SIM
 from ..engine.result import Execution
 from ..engine.simulate import (
     JUDGED_WRONG,
+    LONG_HAUL_SHARE,
     MAX_STEPS,
     NOT_A_VERDICT,
     STOPS_THE_RUN,
@@ -199,7 +200,12 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
 def _coverage(sim: Simulation, planned: int) -> str:
     skipped = sum(sim.skipped.values())
     why = ", ".join(f"{n} {k}" for k, n in sorted(sim.skipped.items()))
-    text = f"{sim.worlds} of {planned} worlds ({sim.executions} executions)"
+    text = f"{sim.worlds} of {planned} worlds"
+    if sim.long_haul or sim.long_haul_cut:
+        extra = round(planned * LONG_HAUL_SHARE)
+        cut = " (time budget)" if sim.long_haul_cut else ""
+        text += f" and {sim.long_haul} of {extra} long-haul worlds{cut}"
+    text += f" ({sim.executions} executions)"
     text += f" on the {sim.runtime} runtime" if sim.runtime else ""
     return text + (f"; {skipped} skipped ({why})" if skipped else "")
 
