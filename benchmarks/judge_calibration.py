@@ -11,6 +11,7 @@ directly (no shrinking budget, no confirmation), with the options the stage woul
     python benchmarks/judge_calibration.py --seeds 450-470 [--jobs 2]
     python benchmarks/judge_calibration.py --adapter tests.quality.correct.due_heap:make \\
         --seeds 0-9
+    python benchmarks/judge_calibration.py --long-haul 100 --seeds 0-4   # long-haul only
 
 Exit 1 if any world failed. 3 judge errors in 21 seeds of the reference (450-470) were
 found and fixed this way (R17 owed to a registration past the chunk: docs/quality.md).
@@ -38,7 +39,9 @@ def seeds_of(text: str) -> list[int]:
     return out
 
 
-def one(spec: str, seed: int) -> str:
+def one(spec: str, seed: int, long_haul: int = 0) -> str:
+    """One sample: the ci sample at *seed* (and its long-haul worlds), or, with
+    *long_haul*, one world of it and that many long-haul worlds."""
     from chunk_adapter.explore.engine.reproduce import SIM
     from chunk_adapter.explore.engine.simulate import simulate
     from chunk_adapter.explore.scenarios.codec import encode
@@ -47,14 +50,20 @@ def one(spec: str, seed: int) -> str:
     from chunk_adapter.profiles import current_profile
 
     factory = load_factory(spec)
-    worlds = current_profile("ci").sim_worlds
+    worlds = 1 if long_haul else current_profile("ci").sim_worlds
+    extra = {"long_haul_share": long_haul} if long_haul else {}
     start = time.monotonic()
     sim = simulate(
-        factory, examples=worlds, deadline=start + 900, seed=seed, options=_options(factory)
+        factory,
+        examples=worlds,
+        deadline=start + 900,
+        seed=seed,
+        options=_options(factory),
+        **extra,  # type: ignore[arg-type]
     )
     line = (
-        f"{spec} seed={seed}: {sim.worlds} worlds, skipped {dict(sim.skipped)}, "
-        f"{time.monotonic() - start:.0f} s"
+        f"{spec} seed={seed}: {sim.worlds} worlds and {sim.long_haul} long-haul, skipped "
+        f"{dict(sim.skipped)}, {time.monotonic() - start:.0f} s"
     )
     if sim.stopped is not None:
         line += f"\n  STOPPED: {sim.stopped.failures[0].message[:300]}"
@@ -75,12 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--seeds", default="0-9", help="e.g. 450-470 or 0,3,7 (0-9)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--long-haul", type=int, default=0, metavar="N",
+        help="only N long-haul worlds per sample (and one world of the main sample)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     specs = args.adapter or ["chunk_adapter:ChunkAdapter"]
     runs = [(spec, seed) for spec in specs for seed in seeds_of(args.seeds)]
     failed = 0
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for line in pool.map(one, *zip(*runs, strict=True)):
+        chosen = [(spec, seed, args.long_haul) for spec, seed in runs]
+        for line in pool.map(one, *zip(*chosen, strict=True)):
             print(line, flush=True)
             failed += "\n  FAILED" in line
     print(f"\n{failed} of {len(runs)} samples had a world a correct adapter fails")

@@ -24,6 +24,7 @@ from chunk_adapter.explore.scenarios.counterfactual import COUNTERFACTUALS  # no
 from chunk_adapter.explore.scenarios.library import LIBRARY  # noqa: E402
 from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
     Scenario,
+    cancel,
     cleanup,
     load,
     poll,
@@ -34,9 +35,9 @@ from chunk_adapter.explore.stages.cause import root_of  # noqa: E402
 from chunk_adapter.explore.stages.explore import run_stage  # noqa: E402
 from chunk_adapter.factory import load_factory  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402
-from chunk_adapter.rules import R2, R4, R12, R14, R16  # noqa: E402
+from chunk_adapter.rules import R2, R4, R5, R6, R12, R14, R16, R23  # noqa: E402
 
-RELOADS, FENCE = COUNTERFACTUALS
+RELOADS, FENCE, CANCELS = COUNTERFACTUALS
 
 
 def script(*ops: Any, topology: str = "pipeline") -> Scenario:
@@ -92,6 +93,32 @@ def test_the_root_moves_only_where_a_counterfactual_passes_and_the_oracle_saw_a_
     assert root_of(s, (R4,), passes).rules == (R4,)  # a snapshot is no fence's symptom
     assert root_of(s, (R16, R2), passes).rules == (R16, R2)  # already the root
     assert root_of(s, (), passes).rules == ()
+
+
+@pytest.mark.rule("R6")
+def test_the_cancel_counterfactual_leaves_the_cancels_out() -> None:
+    s = script(save("r", 0), cancel("r"), save("r", 1, True), save("r", 2))
+    changed = CANCELS.of(s)
+    assert changed is not None
+    assert changed.ops == (save("r", 0), save("r", 1, True), save("r", 2))
+    assert CANCELS.of(script(save("r", 0, True))) is None
+    # a chunk dropped with nothing to explain it (R5) that needs the cancel is R6's
+    assert root_of(s, (R5,), lambda changed: "20 of 20").rules == (R6, R5)
+
+
+@pytest.mark.rule("R12")
+def test_a_rule_the_oracle_names_among_the_consequences_is_the_only_one_asked() -> None:
+    # the oracle saw the reload (R12 second): only the reload counterfactual is asked, and
+    # when it fails too the oracle's order stands, though another would have passed
+    s = script(load("r"), load("r"), cleanup("r"), load("r"))
+    asked: list[tuple[Any, ...]] = []
+
+    def passes(changed: Scenario) -> str | None:
+        asked.append(changed.ops)
+        return None if changed.ops == RELOADS.change(s) else "60 of 60"
+
+    assert root_of(s, (R23, R12), passes).rules == (R23, R12)
+    assert asked == [RELOADS.change(s)]
 
 
 class StaleCommitMovesNextId(ChunkAdapter):

@@ -1,20 +1,23 @@
-"""Counterfactual scripts: a failing script without a freedom the contract gives one call.
+"""Counterfactual scripts: a failing script without one call, or with it racing nothing.
 
 An oracle names the rule a history breaks where the break *shows*, which is often a
 symptom: a value committed across a ``cleanup_receiver`` shows at the next
 registration as ``None`` handed out (R2), a get past a final (R13) or a chunk out of
 order (R14); a second ``load_async`` that started a second poller shows as a chunk
-lost (R14). Some calls the contract makes harmless: a ``load_async`` of a registered
-request changes nothing (R12), and once ``cleanup_receiver`` returns nothing that was
-in flight for the registration shows anywhere (R16). A :class:`Counterfactual` is the
-script with that freedom taken away — the reload left out, every cleanup made after
-the adapters have settled (nothing in flight when it runs). A script that fails while
-its counterfactual passes every execution of the same budget needed the call where it
-was: the failure is of that call's rule, and what the oracle saw is its consequence.
+lost (R14); a cancel mark applied to the next stream shows as a chunk dropped with
+nothing to explain it (R5). A :class:`Counterfactual` is the script without the
+calls of one kind the contract gives a rule of their own — the reloads of a
+registered request left out (R12: such a call changes nothing), every cleanup made
+once the adapters have settled so that nothing is in flight when it runs (R16: the
+fence), the cancels left out (R6). A script that fails while its counterfactual
+passes every execution of the same budget needed those calls where they were: the
+failure is of their rule, and what the oracle saw is its consequence.
 
 Only a failure whose root an oracle names as one of the counterfactual's
-``symptoms`` is asked about (a stale commit cannot make a build see a mutation), and
-the stages ask only after the failure is confirmed (:mod:`..stages.cause`): a
+``symptoms`` is asked about (a stale commit cannot make a build see a mutation); where
+the oracle already names one of these rules among the failure's consequences, only
+that one is asked (it saw the call, and the question is only which rule is first).
+The stages ask only after the failure is confirmed (:mod:`..stages.cause`): a
 counterfactual moves a red's label, never makes one.
 """
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ...rules import R2, R12, R13, R14, R15, R16, R23, Rule
+from ...rules import R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23, Rule
 from .scenario import Op, Scenario, settle
 
 __all__ = ["COUNTERFACTUALS", "Counterfactual"]
@@ -69,12 +72,17 @@ def _settled_cleanups(scenario: Scenario) -> tuple[Op, ...]:
     return tuple(out)
 
 
+def _without_cancels(scenario: Scenario) -> tuple[Op, ...]:
+    """Every ``cancel`` left out (a cancelled stream's final then goes out with its data)."""
+    return tuple(op for op in scenario.ops if op.kind != "cancel")
+
+
 @dataclass(frozen=True)
 class Counterfactual:
-    """A freedom the contract gives a call, and the script without it."""
+    """Calls of one kind a rule of their own governs, and the script without them."""
 
     rule: Rule
-    """The rule that gives the freedom: the failure's root when taking it away fixes it."""
+    """The rule of those calls: the failure's root when the script without them passes."""
     without: str
     """What the counterfactual leaves out, for the report ("... passes")."""
     symptoms: frozenset[str]
@@ -101,6 +109,12 @@ COUNTERFACTUALS: tuple[Counterfactual, ...] = (
         "every cleanup_receiver made once the adapters have settled (nothing in flight)",
         frozenset({R2, R12, R13, R14, R15, R23}),
         _settled_cleanups,
+    ),
+    Counterfactual(
+        R6,
+        "the cancel_sender calls left out",
+        frozenset({R5, R9, R11, R23}),
+        _without_cancels,
     ),
 )
 """Asked in this order; the first whose script passes names the root."""

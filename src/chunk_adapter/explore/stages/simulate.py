@@ -204,7 +204,8 @@ def _coverage(sim: Simulation, planned: int) -> str:
     if sim.long_haul or sim.long_haul_cut:
         extra = round(planned * LONG_HAUL_SHARE)
         cut = " (time budget)" if sim.long_haul_cut else ""
-        text += f" and {sim.long_haul} of {extra} long-haul worlds{cut}"
+        # Hypothesis may run one draw past max_examples; the count planned is what it ran
+        text += f" and {min(sim.long_haul, extra)} of {extra} long-haul worlds{cut}"
     text += f" ({sim.executions} executions)"
     text += f" on the {sim.runtime} runtime" if sim.runtime else ""
     return text + (f"; {skipped} skipped ({why})" if skipped else "")
