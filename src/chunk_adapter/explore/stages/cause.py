@@ -13,11 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from ...factory import AdapterFactory
+from ..engine.execution import prepared
+from ..engine.explorer import explore
+from ..engine.simulate import MAX_STEPS, NOT_A_VERDICT, run_world, sim_setup
 from ..scenarios.counterfactual import COUNTERFACTUALS
 from ..scenarios.scenario import Scenario
+from ..strategies import RandomStrategy, Strategy
 
-__all__ = ["Root", "root_of"]
+__all__ = ["WORLD_RUNS", "Passes", "Root", "in_explorer", "in_worlds", "root_of"]
+
+Passes = Callable[[Scenario], "str | None"]
+"""Runs a counterfactual script: how it passed ("60 of 60 executions under pct, none
+failed"), or ``None`` when it failed or could not be run to its end."""
+
+WORLD_RUNS = 20
+"""Random schedules a counterfactual world runs under, and the world as found too: a
+counterfactual that passes them says something only where the world fails in them."""
 
 
 @dataclass(frozen=True)
@@ -28,9 +42,60 @@ class Root:
     why: str = ""
 
 
-def root_of(
-    scenario: Scenario, rules: tuple[str, ...], passes: Callable[[Scenario], str | None]
-) -> Root:
+def in_explorer(
+    strategy: Callable[[], Strategy],
+    runs: int,
+    *,
+    factory: AdapterFactory,
+    substitute: Any,
+    time_budget: Callable[[], float],
+    step_budget: int,
+    wall: float,
+) -> Passes:
+    """The ``explore`` stage's runner: a fresh *strategy* (the failing run's), *runs*
+    executions, within ``time_budget()`` seconds asked when it starts."""
+
+    def passes(script: Scenario) -> str | None:
+        made = strategy()
+        report = explore(
+            script, made, factory=factory, substitute=substitute,
+            time_budget=time_budget(), step_budget=step_budget, wall_timeout=wall,
+        )  # fmt: skip
+        if report.failure is not None or not (report.executions >= runs or report.out_of_steps):
+            return None
+        return f"{report.executions} of {runs} executions under {report.strategy}, none failed"
+
+    return passes
+
+
+def in_worlds(
+    world: Scenario, factory: AdapterFactory, *, seed: int, substitute: Any, wall: float
+) -> Passes:
+    """The ``simulate`` stage's runner: :data:`WORLD_RUNS` random schedules from *seed*;
+    nothing passes unless *world* itself fails in them (asked once, on the first
+    counterfactual)."""
+    setup = sim_setup(factory, wall_timeout=wall, max_steps=MAX_STEPS, substitute=substitute)
+    found: list[bool] = []
+
+    def fails(script: Scenario) -> bool | None:
+        """Whether *script* fails in the schedules (``None``: it could not be decided)."""
+        with prepared(setup):
+            runs = run_world(script, RandomStrategy(seed=seed, executions=WORLD_RUNS), setup)
+        if {f.kind for f in runs[-1].failures} & set(NOT_A_VERDICT):
+            return None
+        return bool(runs[-1].failures)
+
+    def passes(script: Scenario) -> str | None:
+        if not found:
+            found.append(fails(world) is True)
+        if not found[0] or fails(script) is not False:
+            return None
+        return f"{WORLD_RUNS} random schedules, none failed, where the world fails"
+
+    return passes
+
+
+def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
     """*rules* (root first, as the oracles gave them) with the root a counterfactual shows.
 
     ``passes(script)`` runs *script* on the same adapter with the same budget as the

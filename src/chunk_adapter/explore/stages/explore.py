@@ -29,7 +29,7 @@ inside the stage's deadline. A red must mean a bug, so:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from ...confirm import PASSED, Seen, confirm
 from ...errors import InvalidValue
@@ -46,9 +46,8 @@ from ..runtime.carriers import CONFIRM_RUNTIME
 from ..runtime.controller import Failure
 from ..runtime.tasks import seen
 from ..scenarios.library import LIBRARY, VERIFY
-from ..scenarios.scenario import Scenario
 from ..strategies import PctStrategy, RandomStrategy, SectionStrategy, Strategy
-from .cause import root_of
+from .cause import Passes, in_explorer, root_of
 from .proofs import proof_plan, proof_reserve, prove_stage
 
 __all__ = ["plan", "run_stage"]
@@ -137,25 +136,18 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
 
 def _again(
     kind: str, runs: int, factory: AdapterFactory, ctx: StageContext, wall: float, keep: float
-) -> Callable[[Scenario], str | None]:
+) -> Passes:
     """How a counterfactual script is run (:mod:`.cause`): the failing run's strategy,
-    seed and budget; how it passed, or ``None`` (it failed, or was cut short)."""
-
-    def passes(script: Scenario) -> str | None:
-        report = explore(
-            script,
-            _strategy(kind, ctx.seed, runs),
-            factory=factory,
-            substitute=tuple(ctx.substitute) or "auto",
-            time_budget=max(1.0, (ctx.left() - keep) * RESERVE),
-            step_budget=runs * STEPS_PER_EXECUTION,
-            wall_timeout=wall,
-        )
-        if report.failure is not None or not (report.executions >= runs or report.out_of_steps):
-            return None
-        return f"{report.executions} of {runs} executions under {kind}, none failed"
-
-    return passes
+    seed and count of executions, within a tenth of the stage's time left."""
+    return in_explorer(
+        lambda: _strategy(kind, ctx.seed, runs),
+        runs,
+        factory=factory,
+        substitute=tuple(ctx.substitute) or "auto",
+        time_budget=lambda: max(1.0, (ctx.left() - keep) * RESERVE),
+        step_budget=runs * STEPS_PER_EXECUTION,
+        wall=wall,
+    )
 
 
 def _share(left: float, remaining: int, took: list[float]) -> float:
@@ -185,7 +177,7 @@ def _judge(
     ctx: StageContext,
     wall: float,
     factory: AdapterFactory,
-    again: Callable[[Scenario], str | None] | None = None,
+    again: Passes | None = None,
 ) -> CheckResult:
     """The verdict on one scenario run: pass, a confirmed fail (its root rule asked of the
     counterfactual scripts through *again*, :mod:`.cause`), or inconclusive."""

@@ -22,7 +22,7 @@ is *inconclusive* with the reason and its coverage, never a violation.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from ...bed.waiting import call_in_thread
@@ -48,8 +48,6 @@ from ..engine.result import Execution
 from ..engine.simulate import (
     JUDGED_WRONG,
     LONG_HAUL_SHARE,
-    MAX_STEPS,
-    NOT_A_VERDICT,
     STOPS_THE_RUN,
     Found,
     Simulation,
@@ -64,7 +62,7 @@ from ..runtime.tasks import Failure, seen
 from ..scenarios.codec import encode
 from ..scenarios.scenario import Scenario, fail_put, load, save, settle, stop
 from ..strategies import RandomStrategy
-from .cause import root_of
+from .cause import in_worlds, root_of
 from .explore import _first_line, _rules
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
@@ -318,7 +316,8 @@ def _judge(
             )  # fmt: skip
         confirmation += REFERENCE_PASSED
     ops = _sizes(sim)
-    root = root_of(world, _rules(failed.failures), _again(world, factory, ctx, wall))
+    counter = in_worlds(world, factory, seed=ctx.seed, substitute=tuple(ctx.substitute), wall=wall)
+    root = root_of(world, _rules(failed.failures), counter)
     seconds = sim.seconds + time.monotonic() - start
     return CheckResult(
         "simulate", CHECK, root.rules, "fail",
@@ -327,44 +326,6 @@ def _judge(
         confirmation=confirmation, coverage=coverage,
         extra={"scheduler_ops": confirmed.size[0], "first_ops": sim.first.size[0]},
     )  # fmt: skip
-
-
-COUNTERFACTUAL_RUNS = 20
-"""Random schedules a counterfactual world runs under (:mod:`.cause`), and the world as
-found too: a counterfactual that passes them says something only where the world fails
-in them."""
-
-
-def _again(
-    world: Scenario, factory: AdapterFactory, ctx: StageContext, wall: float
-) -> Callable[[Scenario], str | None]:
-    """How a counterfactual of *world* is run (:mod:`.cause`): :data:`COUNTERFACTUAL_RUNS`
-    random schedules; how it passed, or ``None``. Asked only where *world* itself fails in
-    the same schedules with the same root (asked once, on the first counterfactual)."""
-    setup = sim_setup(
-        factory, wall_timeout=wall, max_steps=MAX_STEPS, substitute=tuple(ctx.substitute)
-    )
-    found: list[bool] = []
-
-    def fails(script: Scenario) -> bool | None:
-        """Whether *script* fails in the schedules (``None``: it could not be decided)."""
-        with prepared(setup):
-            runs = run_world(
-                script, RandomStrategy(seed=ctx.seed, executions=COUNTERFACTUAL_RUNS), setup
-            )
-        kinds = {f.kind for f in runs[-1].failures}
-        if kinds & set(NOT_A_VERDICT):
-            return None
-        return bool(runs[-1].failures)
-
-    def passes(script: Scenario) -> str | None:
-        if not found:
-            found.append(fails(world) is True)
-        if not found[0] or fails(script) is not False:
-            return None
-        return f"{COUNTERFACTUAL_RUNS} random schedules, none failed, where the world fails"
-
-    return passes
 
 
 def _sizes(sim: Simulation) -> str:
