@@ -9,7 +9,7 @@ from hypothesis import settings as Settings
 from hypothesis import stateful as hypothesis_stateful
 
 from ..factory import AdapterFactory
-from ..profiles import current_profile, hypothesis_settings
+from ..profiles import current_profile, hypothesis_settings, seed_only_draws
 from .budget import Budget
 from .machine import ConformanceMachine, MachineConfig
 
@@ -89,7 +89,8 @@ def run_conformance(
 def run_machine(machine: type[ConformanceMachine], settings: Settings) -> None:
     """``run_state_machine_as_test`` (typed only in newer Hypothesis releases)."""
     runner: Any = hypothesis_stateful.run_state_machine_as_test
-    runner(machine, settings=settings)
+    with seed_only_draws():  # the programs drawn do not move with the source code
+        runner(machine, settings=settings)
 
 
 def replay_example(

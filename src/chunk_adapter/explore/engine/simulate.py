@@ -41,6 +41,7 @@ from hypothesis.database import ExampleDatabase
 from hypothesis.errors import HypothesisException
 
 from ...factory import AdapterFactory, reference_factory
+from ...profiles import seed_only_draws
 from ...rules import RECENT_REQUESTS
 from ..runtime.controller import Failure
 from ..runtime.tasks import signature as failure_signature
@@ -352,7 +353,7 @@ def simulate(
         report_multiple_bugs=False,
     )
     extra = round(examples * long_haul_share)
-    with prepared(setup):
+    with prepared(setup), seed_only_draws():
         sim.runtime = f"{setup.runtime} ({setup.runtime_reason})"
         for family, count, key, long_haul in (
             (worlds(), examples, database_key, False),
