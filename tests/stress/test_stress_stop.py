@@ -93,3 +93,15 @@ def test_a_join_timeout_the_adapter_keeps_to_itself_is_not_held_to_the_reference
     took = time.monotonic() - start
     expect_ok(report)
     assert took >= 2.0, f"stop() never waited out its 2 s join timeout ({took:.2f} s in all)"
+
+
+@pytest.mark.rule("R18")
+def test_one_deadline_for_every_stuck_thread_of_an_adapter_R18() -> None:
+    # stop() that joins each thread with the full timeout in turn keeps the bound while
+    # one thread is stuck, and breaks it once every thread of one adapter is (2 s > 1.75 s)
+    from tests.quality.broken_stress import stop_joins_each_thread
+
+    one = prompt_stop(stop_joins_each_thread, state="build_blocked", join_timeout=1.0)
+    assert one.ok, one.describe()
+    every = prompt_stop(stop_joins_each_thread, state="all_blocked", join_timeout=1.0)
+    assert not every.ok and every.rules[0] == "R18", every.describe()

@@ -7,12 +7,16 @@ States:
 ``build_blocked``   ``build_payload`` held forever at a gate;
 ``put_blocked``     a ``put`` held forever;
 ``get_blocked``     a ``get`` held forever;
-``final_retrying``  every put of a final fails, so it is being retried.
+``final_retrying``  every put of a final fails, so it is being retried;
+``all_blocked``     one adapter that both sends and receives (a loopback: a middle
+                    stage's shape) with a build *and* a get held forever at once —
+                    every thread it has stuck in a call.
 
 In each, ``stop()`` of each adapter — the sender, then the receiver — (called
 on a helper thread, so one that never returns is a finding, not a hang) must
 return within a bound derived from its ``join_timeout`` when its work is
-blocked (the sender's build or put, the receiver's get), and within
+blocked (the sender's build or put, the receiver's get; in ``all_blocked`` the one
+deadline holds for all its stuck threads together, not one per thread), and within
 :data:`~chunk_adapter.stress.verdicts.FREE_STOP_BOUND` otherwise. Afterwards
 no adapter thread may be alive except the one blocked at the gate (an
 abandoned daemon); a second ``stop()`` returns just as promptly; once the
@@ -33,7 +37,7 @@ from ..connectors import FaultRule
 from ..factory import AdapterFactory
 from ..rules import R3, R18, R23
 from .report import DEFAULT_SEED, StressReport
-from .rig import STAGE, Rig, Watchdog, setting
+from .rig import LOOPBACK_STAGE, STAGE, Rig, Watchdog, setting
 from .scheduler import SchedulerLoop, StopOutcome, timed_stop
 from .verdicts import (
     FREE_STOP_BOUND,
@@ -45,9 +49,18 @@ from .verdicts import (
 
 __all__ = ["STATES", "prompt_stop"]
 
-STATES = ("idle", "mid_stream", "build_blocked", "put_blocked", "get_blocked", "final_retrying")
-BLOCKED = {"build_blocked": "sender", "put_blocked": "sender", "get_blocked": "receiver"}
-"""The blocked states, and the side whose thread is blocked in each."""
+STATES = (
+    "idle", "mid_stream", "build_blocked", "put_blocked", "get_blocked", "final_retrying",
+    "all_blocked",
+)  # fmt: skip
+BLOCKED = {
+    "build_blocked": "sender",
+    "put_blocked": "sender",
+    "get_blocked": "receiver",
+    "all_blocked": "adapter",
+}
+"""The blocked states, and the side whose thread is blocked in each (``adapter``: the one
+loopback adapter, every thread of it)."""
 _SETUP = 5.0  # seconds for the adapter to reach the state (a gate, N failed puts)
 _EXIT = 2.0  # seconds for an abandoned thread to end once its gate is opened
 
@@ -82,9 +95,10 @@ def prompt_stop(
         },
     )
     rng = random.Random(seed)
-    key = f"held_{STAGE}_0"
+    loopback = state == "all_blocked"  # one adapter, both sides: every thread can be stuck
+    key = f"held_{LOOPBACK_STAGE if loopback else STAGE}_0"
     rules = [FaultRule("put", key, times=10**9)] if state == "final_retrying" else []
-    rig = Rig.build(seed=seed, rules=rules, notify=notify)
+    rig = Rig.build(seed=seed, rules=rules, notify=notify, loopback=loopback)
     with switch_interval(switch_interval_s):
         adapter = rig.adapter(factory, join_timeout=join_timeout)
         sched = SchedulerLoop(adapter, rig.history)
@@ -115,7 +129,7 @@ def prompt_stop(
                 report.fail(R23, f"setup: the adapter never reached state {state!r} in {_SETUP}s")
             first = _stop_each(report, sched, bound, "stop()")
             alive = rig.new_threads()
-            allowed = 1 if blocked else 0
+            allowed = (2 if state == "all_blocked" else 1) if blocked else 0
             if first and (len(alive) > allowed or any(not t.daemon for t in alive)):
                 report.fail(
                     R18,
@@ -190,6 +204,12 @@ def _reach(
         gate = rig.bed.gated.hold_get(key)
         sched.load("held")
         return gate.wait_started(_SETUP)
+    if state == "all_blocked":  # the receiving side's get first, then the sending side's build
+        got = rig.bed.gated.hold_get(key)
+        sched.load("held")
+        built = rig.builder.hold("built")
+        sched.save("built", {"rid": "built", "n": 0}, False)
+        return got.wait_started(_SETUP) and built.wait_started(_SETUP)
     # final_retrying: every put of the lone final fails; wait for a few tries
     sched.save("held", {"rid": "held", "n": 0}, True)
     return rig.watch.wait_for(lambda: rig.bed.faulty.injected["put"] >= 3, _SETUP)
