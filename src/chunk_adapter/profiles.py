@@ -183,21 +183,31 @@ def seed_only_draws() -> Iterator[None]:
     if get is None or empty is None or not hasattr(cache, "clear"):
         yield
         return
-    none = empty()
+    global _inside, _saved_hook
     with _draws_lock:
-        providers._get_local_constants = lambda: none
-        cache.clear()  # permitted constants computed before, with the local ones
-        try:
-            yield
-        finally:
-            providers._get_local_constants = get
-            cache.clear()
+        if _inside == 0:
+            none = empty()
+            _saved_hook = get
+            providers._get_local_constants = lambda: none
+            cache.clear()  # permitted constants computed before, with the local ones
+        _inside += 1
+    try:
+        yield
+    finally:
+        with _draws_lock:
+            _inside -= 1
+            if _inside == 0:
+                providers._get_local_constants = _saved_hook
+                cache.clear()
 
 
-# Held while seed_only_draws() has Hypothesis's hook replaced: two threads of one process
-# drawing at once (the explorer's stages run one at a time; a user's threads may not)
-# restore it in order. Nobody waits on it but another seed_only_draws().
-_draws_lock = threading.RLock()
+# _draws_lock guards _inside and _saved_hook: how many seed_only_draws() contexts are open
+# in this process (any thread: a machine abandoned on a timeout may still be inside one
+# while the next starts) and Hypothesis's own hook, put back when the last one closes.
+# Held only for those updates, never across the draws, so no context waits for another.
+_draws_lock = threading.Lock()
+_inside = 0
+_saved_hook: Any = None
 
 
 def example_database() -> ExampleDatabase | None:

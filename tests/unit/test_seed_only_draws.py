@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import random
+import threading
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any
@@ -75,4 +76,27 @@ def test_the_hook_is_put_back() -> None:
     hook = getattr(providers, "_get_local_constants", None)
     with seed_only_draws():
         pass
+    assert getattr(providers, "_get_local_constants", None) is hook
+
+
+def test_contexts_overlap_without_waiting_and_the_last_one_puts_the_hook_back() -> None:
+    # a machine abandoned on a timeout may still be inside one while the next one starts
+    hook = getattr(providers, "_get_local_constants", None)
+    entered, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with seed_only_draws():
+            entered.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other, daemon=True)
+    thread.start()
+    assert entered.wait(10)
+    with seed_only_draws():  # does not wait for the other thread's context to close
+        inside = getattr(providers, "_get_local_constants", None)
+    if hook is not None:
+        assert inside is not hook
+        assert getattr(providers, "_get_local_constants", None) is not hook  # other inside
+    release.set()
+    thread.join(10)
     assert getattr(providers, "_get_local_constants", None) is hook
