@@ -161,4 +161,3 @@ def test_the_explore_stage_names_the_fence_where_the_oracle_sees_a_chunk_out_of_
     assert "root R16" in result.evidence and "settled" in result.evidence
     # the library script itself is left alone: the counterfactual is a new script
     assert cleanup("r") in LIBRARY[name].ops and settle() not in LIBRARY[name].ops
-    assert R12  # the reload counterfactual had no reload to leave out here

@@ -121,6 +121,8 @@ class Simulation:
     out_of_time: bool = False
     long_haul: int = 0
     """Long-haul worlds run to a verdict (:mod:`..scenarios.long_haul`), after the sample."""
+    long_haul_planned: int = 0
+    """Long-haul worlds asked for (``round(examples * long_haul_share)``)."""
     long_haul_cut: bool = False
     """The long-haul worlds were cut short by the deadline (the sample was not)."""
     seconds: float = 0.0
@@ -286,6 +288,13 @@ def simulate(
 
     long_phase: list[bool] = []  # set once the main sample has passed
 
+    def tally() -> None:
+        """One more world run to a verdict: the main sample's, or a long-haul one."""
+        if long_phase:
+            sim.long_haul += 1
+        else:
+            sim.worlds += 1
+
     def fails(pair: tuple[Scenario, SchedulePick]) -> bool:
         now = time.monotonic()
         if now > deadline:
@@ -302,10 +311,8 @@ def simulate(
         sim.executions += len(runs)
         execution = runs[-1]
         if not execution.failures:
-            if long_phase:
-                sim.long_haul += sim.first is None
-            else:
-                sim.worlds += sim.first is None
+            if sim.first is None:
+                tally()
             if execution.retained:
                 held, leaky = holders(execution.retained), Found(world, execution, pick)
                 if held not in sim.leaky or _cost(leaky) < _cost(sim.leaky[held]):
@@ -329,10 +336,7 @@ def simulate(
                 sim.misjudged = sim.misjudged or found
                 return False
             target.append(sig)
-            if long_phase:
-                sim.long_haul += 1
-            else:
-                sim.worlds += 1
+            tally()
             sim.first = sim.found = found
             shrink_until[0] = time.monotonic() + shrink_seconds / 2  # Hypothesis's half
         if sig != target[0]:
@@ -352,12 +356,12 @@ def simulate(
         verbosity=Verbosity.quiet,
         report_multiple_bugs=False,
     )
-    extra = round(examples * long_haul_share)
+    sim.long_haul_planned = round(examples * long_haul_share)
     with prepared(setup), seed_only_draws():
         sim.runtime = f"{setup.runtime} ({setup.runtime_reason})"
         for family, count, key, long_haul in (
             (worlds(), examples, database_key, False),
-            (long_worlds(), extra, database_key + b":long", True),
+            (long_worlds(), sim.long_haul_planned, database_key + b":long", True),
         ):
             if sim.first is not None or sim.stopped is not None or sim.out_of_time or not count:
                 break

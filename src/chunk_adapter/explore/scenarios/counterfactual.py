@@ -23,7 +23,7 @@ counterfactual moves a red's label, never makes one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ...rules import R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23, Rule
@@ -39,35 +39,31 @@ def _member(op: Op, scenario: Scenario) -> str:
     return "adapter" if scenario.topology == "loopback" else "receiver"
 
 
-def _without_reloads(scenario: Scenario) -> tuple[Op, ...]:
-    """Every ``load`` of a request its member has registered (not cleaned up) left out."""
+def _registered_before(scenario: Scenario) -> Iterator[tuple[Op, bool]]:
+    """Each op of the script, and whether its member had its request registered (loaded,
+    not cleaned up since) right before it."""
     registered: set[tuple[str, str | None]] = set()
-    out = []
     for op in scenario.ops:
         where = (_member(op, scenario), op.request_id)
+        yield op, where in registered
         if op.kind == "load":
-            if where in registered:
-                continue
             registered.add(where)
         elif op.kind == "cleanup":
             registered.discard(where)
-        out.append(op)
-    return tuple(out)
+
+
+def _without_reloads(scenario: Scenario) -> tuple[Op, ...]:
+    """Every ``load`` of a request its member has registered (not cleaned up) left out."""
+    return tuple(op for op, on in _registered_before(scenario) if not (op.kind == "load" and on))
 
 
 def _settled_cleanups(scenario: Scenario) -> tuple[Op, ...]:
     """A ``settle()`` before every ``cleanup`` of a registered request (unless one is
     there): the receiver has got and committed what it could, nothing is in flight."""
-    registered: set[tuple[str, str | None]] = set()
     out: list[Op] = []
-    for op in scenario.ops:
-        where = (_member(op, scenario), op.request_id)
-        if op.kind == "load":
-            registered.add(where)
-        elif op.kind == "cleanup":
-            if where in registered and not (out and out[-1].kind == "settle"):
-                out.append(settle())
-            registered.discard(where)
+    for op, registered in _registered_before(scenario):
+        if op.kind == "cleanup" and registered and not (out and out[-1].kind == "settle"):
+            out.append(settle())
         out.append(op)
     return tuple(out)
 

@@ -41,6 +41,10 @@ class Root:
     rules: tuple[str, ...]
     why: str = ""
 
+    def evidence(self, found: str) -> str:
+        """*found* (the oracle's first line), then what showed the root, if anything did."""
+        return f"{found} ({self.why})" if self.why else found
+
 
 def in_explorer(
     strategy: Callable[[], Strategy],

@@ -256,7 +256,7 @@ def _judge(
     seconds = report.seconds + time.perf_counter() - start
     return CheckResult(
         "explore", label, root.rules, "fail",
-        f"[{first.kind}] {_first_line(first.message)}" + (f" ({root.why})" if root.why else ""),
+        root.evidence(f"[{first.kind}] {_first_line(first.message)}"),
         detail=report.describe_failure(), replay=command, seconds=seconds,
         confirmation=f"replayed once on {CONFIRM_RUNTIME}s: failed again", coverage=coverage,
     )  # fmt: skip

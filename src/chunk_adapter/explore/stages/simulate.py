@@ -47,7 +47,6 @@ from ..engine.reproduce import SIM
 from ..engine.result import Execution
 from ..engine.simulate import (
     JUDGED_WRONG,
-    LONG_HAUL_SHARE,
     STOPS_THE_RUN,
     Found,
     Simulation,
@@ -200,7 +199,7 @@ def _coverage(sim: Simulation, planned: int) -> str:
     why = ", ".join(f"{n} {k}" for k, n in sorted(sim.skipped.items()))
     text = f"{sim.worlds} of {planned} worlds"
     if sim.long_haul or sim.long_haul_cut:
-        extra = round(planned * LONG_HAUL_SHARE)
+        extra = sim.long_haul_planned
         cut = " (time budget)" if sim.long_haul_cut else ""
         # Hypothesis may run one draw past max_examples; the count planned is what it ran
         text += f" and {min(sim.long_haul, extra)} of {extra} long-haul worlds{cut}"
@@ -321,7 +320,7 @@ def _judge(
     seconds = sim.seconds + time.monotonic() - start
     return CheckResult(
         "simulate", CHECK, root.rules, "fail",
-        f"[{first.kind}] {_first_line(first.message)}" + (f" ({root.why})" if root.why else ""),
+        root.evidence(f"[{first.kind}] {_first_line(first.message)}"),
         detail=_describe(failed, ctx, world, ops), replay=command, seconds=seconds,
         confirmation=confirmation, coverage=coverage,
         extra={"scheduler_ops": confirmed.size[0], "first_ops": sim.first.size[0]},
