@@ -37,7 +37,7 @@ from chunk_adapter.factory import load_factory  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402
 from chunk_adapter.rules import R2, R4, R5, R6, R12, R14, R16, R23  # noqa: E402
 
-RELOADS, FENCE, CANCELS = COUNTERFACTUALS
+RELOADS, FENCE, CANCELS, REJECTS = COUNTERFACTUALS
 
 
 def script(*ops: Any, topology: str = "pipeline") -> Scenario:

@@ -374,6 +374,62 @@ def test_a_new_streams_chunk_put_after_the_receiver_got_that_chunk_id_is_owed_no
     assert ("a_0_1", {"data": [6], "finished": True}) in got  # the old final, got first
 
 
+@pytest.mark.rule("R17")
+def test_a_get_begun_after_the_cleanup_is_no_progress_of_the_registration() -> None:
+    """A judge error the wide worlds met on 4 of 19 correct adapters (calibration, seed
+    621): the RECV round read the registration, the scheduler cleaned it up, and the
+    round's get of chunk 1 began only then. That stale get was taken as progress, so
+    chunk 2 was judged due to a registration already gone — and late, since the next
+    registration fetched it half a second on. On the code before the fix, 2 of these 30
+    schedules failed ``queue_fifo``."""
+    world = Scenario(
+        "w", (save("a", [0]), save("a", [1]), save("a", [2], True), settle(), load("a"),
+              pause(0.001), cleanup("a"), pause(0.5), save("a", [3]), save("a", [4]),
+              save("a", [5], True), settle(), load("a"), settle()),
+        notify=True, latency=0.001, **WORLD,
+    )  # fmt: skip
+    setup = sim_setup(load_factory("tests.quality.correct.queue_fifo:make"), wall_timeout=10.0,
+                      max_steps=30_000)  # fmt: skip
+    with prepared(setup):
+        for seed in range(30):
+            runs = run_world(world, strategy_for(("random", seed, ()), world), setup)
+            assert runs[-1].ok, (seed, runs[-1].failures)
+
+
+STALE_EMPTY_POLL = (
+    "sim:eNqlUtFuwjAM_JXJz1HVgmCovzJNUWjdzpAmWeNQIcS_z2HdhjTBNu0x57vz2fEJtikeoS4VNN7FNKD2TvfI"
+    "UPOYUEGLnUmWdRwbqDtjo2DUWhRJsVgpsIbRNdmhKMtK3nRAhzFCvSjE1JlBqDBRiw-TH20Lgnmm7vjp5oOQn06w"
+    "J9cKNZoDCslvd4LCVIFaV2rxrGDE14SRNWWW4Gd1T7NS5Q1NR87Yj_HuGQBK7YfGyCy7uEKsN3nGP4XdPN4MO2sa"
+    "i8alcN_4F62_xf2X8XP-PCa5G6hPsPPkNNOAPnE-B1lgSKy3ptn7rns_kBnjkVA0SwWTIf4SVUV5FsaIOISLR5m7"
+    "BjS5pub42tJAAiwu5cimx0ukq0c-qFJVko9fyO1nJ2lDrtcRUdjL9SZDPnjrezlGCBTQkpPtvAE2BPvF:1:643:a"
+    "cabab3cba2bab2cacb2ca2ba2b2dbdb2d2bdb2d2bdb2dbdcac4acacb2cabc2aeabec3bcbc2b2c3f2cd2fefdb"
+    "edb2cbd2cd2e2fdedec5dbdb3cbecfc2eca3bafef3ef2cefe3cecfefce3ce3f2ecfcefef2ecfce3cefefcf2c"
+    "e2cecefcecefcecf3cf3ce3fcf2cfef2efc5e2ce2fe2c2aecfc2ecfefcefcece5ce2ce2ce3ce2cecefc4e2fe"
+    "fefc2facefe3fecefecfef2efc2fcefcecfefcf2cfcf2cfce2c3ecfec3fc3acfec4e2cece2cef2c2fefc3ecf"
+    "4efcfecfecfecf2cecfe2fc3ea2fefc2fefece2fec3ecefefefcf2cefcefecefef2ef2cecf2cfc3fcf3afecf"
+    "c2ef2ecfecfc2efcecfcefc2e2fe2cf3cefcece2cef2c2f2ef2cacf3efe2f2ecfece2f2cf3ef2cfcf2cf2e2c"
+    "efcfcf3cfcacefefefcfe2cefcfcfcfefce2cef2efce4ce3fc2ef2ef3cfcaefbad"
+)
+"""A wide world reduced to 11 ops, and the schedule on which ``aio_followers`` met the
+judge error below (calibration, seed 621)."""
+
+
+@pytest.mark.rule("R17")
+def test_an_empty_poll_by_a_follower_of_a_cleaned_up_registration_makes_nothing_due() -> None:
+    """A judge error the wide worlds met on ``aio_followers`` (a follower task per
+    registration): the old registration's follower read its registration, the scheduler
+    cleaned it up and registered the request again, and the old follower's get of chunk 0
+    found it empty — while the new follower got chunk 0 and then a final. A chunk 0 put
+    right after was judged due "while the receiver was polling for it" — to a receiver
+    past it. An empty poll counts only if no get after it took the receiver past the
+    chunk."""
+    _kind, world, schedule = STALE_EMPTY_POLL.split(":", 2)
+    execution = replay_world(
+        decode(world), schedule, load_factory("tests.quality.correct.aio_followers:make")
+    )
+    assert execution.ok, execution.failures
+
+
 @pytest.mark.rule("R18")
 def test_a_stop_that_waits_out_its_threads_timeouts_breaks_r18() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True), settle()), **WORLD)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..history import History
 from . import accepted
 from .inline import check_inline
+from .inputs import check_inputs
 from .lifecycle import check_lifecycle
 from .receiver import check_receiver
 from .sender import check_sender
@@ -37,6 +38,7 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     out += check_sender(tl, quiescent=quiescent, put_tries=put_tries)
     out += check_receiver(tl, quiescent=quiescent)
     out += check_lifecycle(tl)
+    out += check_inputs(tl)
     found = collapse(root_first(out))
     return [] if accepted.covers(found) else found
 

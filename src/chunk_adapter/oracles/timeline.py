@@ -90,11 +90,11 @@ class Timeline:
         senders: set[str] = set()
         stopped: dict[str, int] = {}
         for c in calls:
-            if c.call == "save_async" and c.request_id is not None:
+            if c.call == "save_async" and isinstance(c.request_id, str):  # else R21's
                 senders.add(c.adapter)
                 if c.error is None:
                     saves[c.request_id].append(c)
-            elif c.call == "cancel_sender" and c.error is None and c.request_id is not None:
+            elif c.call == "cancel_sender" and c.error is None and isinstance(c.request_id, str):
                 cancels[c.request_id].append(c)
             elif c.call == "stop" and c.error is None:
                 stopped.setdefault(c.adapter, c.end)
@@ -161,8 +161,8 @@ def _registrations(
     regs: dict[str, list[Registration]] = defaultdict(list)
     stray: list[tuple[str, Delivery]] = []
     for c in calls:
-        if c.error is not None:
-            continue
+        if c.error is not None or not isinstance(c.request_id, (str, type(None))):
+            continue  # raised: never made; a wrong id: R21's (.inputs)
         rid = c.request_id
         if c.call == "load_async" and rid is not None:
             if (c.adapter, rid) not in current:

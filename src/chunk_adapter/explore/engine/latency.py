@@ -100,7 +100,9 @@ def _due(
 ) -> tuple[int, float, str] | None:
     """From when the receiver owed a fetch of *put*'s value: ``(seq, virtual time, why)``
     of the latest of the moments that make it due, ``None`` when none does. The key was
-    polled and found empty before the put (a polling receiver), the request's previous
+    polled and found empty before the put (a polling receiver; not by a get a cleanup
+    fenced, and not when a get after that poll took the receiver past the chunk — the
+    empty poll was a stale one, of a registration cleaned up), the request's previous
     chunk was got, not a final (after progress the next round starts at once), or, for
     chunk 0, the request was registered (a receiver told of puts by notifications
     fetches once when a registration is made, as anything put before it rings nothing);
@@ -113,8 +115,8 @@ def _due(
     put_at = times[put.end]
     starts: list[tuple[int, float, str]] = []
     empty = [g for g in gets[put.key] if g.begin > since and g.outcome == "none"]
-    empty = [g for g in empty if g.end < put.begin]
-    if empty:
+    empty = [g for g in empty if g.end < put.begin and not _fenced(fences, rid, g)]
+    if empty and not _past(gets, rid, n, empty[-1].begin, put.end):
         last = times[empty[-1].end]
         starts.append(
             (
@@ -159,12 +161,15 @@ def _fenced(
     fences: dict[str | None, list[tuple[int, float, str]]], rid: str, g: ConnectorOp
 ) -> bool:
     """Whether the request was cleaned up (or the receiver stopped) while get *g* was in
-    flight: what it got may be stale, for a registration that is gone, so it is no
-    progress that makes the next chunk due (a new registration owes chunk 0 first)."""
-    return any(
-        g.begin < seq < g.end and call != "load_async"
-        for seq, _, call in fences[rid] + fences[None]
-    )
+    flight, or before it began with no registration since (a RECV round that read the
+    registration before the cleanup fetches for it after): what it got is stale, for a
+    registration that is gone, so it is no progress that makes the next chunk due (a
+    new registration owes chunk 0 first)."""
+    own = fences[rid] + fences[None]
+    if any(g.begin < seq < g.end and call != "load_async" for seq, _, call in own):
+        return True
+    before = max((f for f in own if f[0] < g.begin), default=None)
+    return before is not None and before[2] != "load_async"
 
 
 def _past(gets: dict[str, list[ConnectorOp]], rid: str, n: int, after: int, before: int) -> bool:

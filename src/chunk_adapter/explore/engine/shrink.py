@@ -22,7 +22,7 @@ from ..scenarios.worlds import usage
 
 __all__ = ["CALLS", "groups", "reduce_ops"]
 
-CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay", "stop", "mutate")
+CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay", "stop", "mutate", "reject")
 """The scheduler's calls: what a world's size is counted in."""
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, find, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.errors import HypothesisException
+from hypothesis.errors import HypothesisException, HypothesisWarning
 
 from ...factory import AdapterFactory, reference_factory
 from ...profiles import seed_only_draws
@@ -166,10 +167,11 @@ SEEDED_RUNS = (2, 12)
 race needs fewer of its steps to line up: it gets more schedules for the same time."""
 
 
-LONG_HAUL_SHARE = 0.05
-"""Long-haul worlds (:mod:`..scenarios.long_haul`) run after the main sample passed, as a
-share of its count (ci: 30 after 600), within the same deadline: a deadline reached
-among them leaves the verdict on the sample whole (:attr:`Simulation.long_haul_cut`)."""
+LONG_HAUL_SHARE = 0.075
+"""Long-haul worlds (:mod:`..scenarios.long_haul`; a third of them wide) run after the main
+sample passed, as a share of its count (ci: 45 after 600), within the same deadline: a
+deadline reached among them leaves the verdict on the sample whole
+(:attr:`Simulation.long_haul_cut`)."""
 
 
 def seeded_runs(world: Scenario) -> int:
@@ -367,8 +369,11 @@ def simulate(
                 break
             if long_haul:
                 long_phase.append(True)
-            # no failing world (NoSuchExample), or stopped: what was seen is in sim either way
-            with contextlib.suppress(_Stop, HypothesisException):
+            # no failing world (NoSuchExample), or stopped: what was seen is in sim either way;
+            # a long world's repr is large, which Hypothesis warns of (the report prints
+            # the world's replay string, not its repr)
+            with contextlib.suppress(_Stop, HypothesisException), warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Generating overly large repr", HypothesisWarning)
                 find(
                     st.tuples(family, schedules_for_worlds()),
                     fails,

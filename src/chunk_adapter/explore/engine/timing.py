@@ -48,7 +48,7 @@ __all__ = [
 R3_WAIT = 0.5
 STOP_BOUND = 0.25
 FAULTS = ("fail_put", "fail_get", "fail_build", "outage", "slow")
-SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay")
+SCHEDULER_CALLS = ("save", "cancel", "load", "poll", "cleanup", "relay", "reject")
 
 
 def judged(scenario: Scenario) -> bool:

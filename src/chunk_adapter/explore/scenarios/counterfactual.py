@@ -9,7 +9,8 @@ nothing to explain it (R5). A :class:`Counterfactual` is the script without the
 calls of one kind the contract gives a rule of their own — the reloads of a
 registered request left out (R12: such a call changes nothing), every cleanup made
 once the adapters have settled so that nothing is in flight when it runs (R16: the
-fence), the cancels left out (R6). A script that fails while its counterfactual
+fence), the cancels left out (R6), the calls with a wrong argument left out (R21: each
+raised, as it must, and so must have changed nothing). A script that fails while its counterfactual
 passes every execution of the same budget needed those calls where they were: the
 failure is of their rule, and what the oracle saw is its consequence.
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from ...rules import R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23, Rule
+from ...rules import R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R21, R23, Rule
 from .scenario import Op, Scenario, settle
 
 __all__ = ["COUNTERFACTUALS", "Counterfactual"]
@@ -73,6 +74,12 @@ def _without_cancels(scenario: Scenario) -> tuple[Op, ...]:
     return tuple(op for op in scenario.ops if op.kind != "cancel")
 
 
+def _without_rejects(scenario: Scenario) -> tuple[Op, ...]:
+    """Every call with a wrong argument left out (each raised, so the oracles took it as
+    never made: what it changed anyway is the failure)."""
+    return tuple(op for op in scenario.ops if op.kind != "reject")
+
+
 @dataclass(frozen=True)
 class Counterfactual:
     """Calls of one kind a rule of their own governs, and the script without them."""
@@ -111,6 +118,12 @@ COUNTERFACTUALS: tuple[Counterfactual, ...] = (
         "the cancel_sender calls left out",
         frozenset({R5, R9, R11, R23}),
         _without_cancels,
+    ),
+    Counterfactual(
+        R21,
+        "the calls with a wrong argument left out (each raised: nothing may have changed)",
+        frozenset({R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23}),
+        _without_rejects,
     ),
 )
 """Asked in this order; the first whose script passes names the root."""

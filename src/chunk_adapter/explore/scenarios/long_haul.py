@@ -12,6 +12,14 @@ calls in a row at a 1 ms polling pace) while the request waits, after which ever
 must still arrive. Nothing here is aimed at one adapter: each draw is a size or a
 duration, and the contract holds at every size.
 
+A third of them are *wide* instead (:func:`wide_world`): many requests rather than
+long ones — 12 to 100 in a world, 5 to 100 open at once, their ids now and then reused
+once the previous stream under that id is over, some with a receiver only (waiting for
+a stream that never comes, as a pipeline's receivers do for a request aborted upstream)
+or a sender only. What only shows past a *count* of requests — a table of open streams
+or registrations bounded at a few entries, a receiver that serves only the first few
+registrations, a batch of requests cut at a size — is met there.
+
 The ``simulate`` stage runs a few of them after its main sample
 (:data:`~chunk_adapter.explore.engine.simulate.LONG_HAUL_SHARE`), so the main sample
 is the one it always was.
@@ -23,10 +31,10 @@ import random
 
 from hypothesis import strategies as st
 
-from .scenario import Op, Scenario, load, outage, pause, poll, save, settle
+from .scenario import Op, Scenario, cancel, cleanup, load, outage, pause, poll, save, settle
 from .worlds import LIVENESS, OPTIONS, PREEMPT, usage
 
-__all__ = ["LENGTHS", "OUTAGES", "long_world", "long_worlds"]
+__all__ = ["LENGTHS", "OUTAGES", "WIDTHS", "long_world", "long_worlds", "wide_world"]
 
 LENGTHS: tuple[int, ...] = (11, 25, 120)
 """Chunks a stream has before its final (ids cross 10, and 100)."""
@@ -34,6 +42,10 @@ OUTAGES: tuple[float, ...] = (0.5, 2.0, 5.0)
 """Virtual seconds a long outage lasts (the worlds' polling pace is 1 ms, 5 ms coarse)."""
 POLL_EVERY: tuple[int, ...] = (0, 7, 30)
 """A poll after every so many saves (0: only the one at the end)."""
+WIDTHS: tuple[int, ...] = (12, 40, 100)
+"""Requests in a wide world (:func:`wide_world`)."""
+AT_ONCE: tuple[int, ...] = (5, 20, 100)
+"""Requests a wide world has open at once, at most."""
 
 
 def _stream(rng: random.Random, rid: str, key_stage: int) -> list[Op]:
@@ -73,10 +85,93 @@ def long_world(seed: int) -> Scenario:
         lane = rng.choice([i for i, lane in enumerate(lanes) if lane])
         ops.append(lanes[lane].pop(0))
     ops.append(settle())  # then the runner's settle(), poll() and stop(): one big poll
-    options = {name: rng.choice(values) for name, values in OPTIONS.items() if rng.random() < 0.5}
+    return _world("long world", rng, ops, loopback, stage)
+
+
+def _request(rng: random.Random, rid: str, n: int) -> list[Op]:
+    """What the scheduler does with the *n*-th request of a wide world (id *rid*): in
+    most, a short stream and its receiver, merged in any order, the receiver cleaned up
+    once the stream is all there or now and then before; one in ten only a receiver
+    (no stream comes: it waits until cleaned up, or to the end), one in ten only a
+    stream (no one registers, and no one cleans up: the id's next registration may meet
+    its chunks); one stream in eight cancelled at a drawn point."""
+    shape = rng.randrange(10)
+    sender: list[Op] = []
+    if shape != 0:
+        chunks = rng.randrange(4)
+        cancel_at = rng.randrange(chunks + 1) if rng.randrange(8) == 0 else -1
+        for c in range(chunks + 1):
+            if c == cancel_at:
+                sender.append(cancel(rid))
+            if c < chunks:
+                sender.append(save(rid, [rid, n, c]))
+        sender.append(save(rid, [rid, n, "end"], True))
+    receiver: list[Op] = []
+    if shape != 1:
+        receiver.append(load(rid))
+        if rng.randrange(4) == 0 or (shape == 0 and rng.randrange(2)):  # at a drawn point
+            receiver.append(cleanup(rid))
+    ops: list[Op] = []
+    while sender or receiver:
+        side = sender if rng.randrange(len(sender) + len(receiver)) < len(sender) else receiver
+        ops.append(side.pop(0))
+    if shape > 1 and not any(op.kind == "cleanup" for op in ops):
+        ops.append(cleanup(rid))  # the stream consumed: the id may be reused
+    return ops
+
+
+def wide_world(seed: int) -> Scenario:
+    """The wide world (module doc) that *seed* draws, named ``"wide world"``: many
+    requests, a bounded number open at once, each opened when one closes; an id is
+    reused only by a request opened after the last one under it was done."""
+    rng = random.Random(seed)
+    loopback = rng.random() < 0.5
+    stage = rng.randrange(7)
+    width, at_once = rng.choice(WIDTHS), rng.choice(AT_ONCE)
+    # ids: one each, or reused in turn from a pool of a half, a quarter, or two (an id
+    # then carries 6 to 50 streams one after another)
+    pool = rng.choice((width, width, width // 2, width // 4, 2))
+    queued = [(f"w{n % pool}", n) for n in range(width)]  # the ids in turn
+    poll_every = rng.choice((2, 5, 0))  # one op in so many, or only the big poll at the end
+    open_: dict[str, list[Op]] = {}
+    ops: list[Op] = []
+    while queued or open_:
+        while queued and len(open_) < at_once:
+            ready = next((i for i, (rid, _) in enumerate(queued) if rid not in open_), None)
+            if ready is None:
+                break
+            rid, n = queued.pop(ready)
+            open_[rid] = _request(rng, rid, n)
+        rid = rng.choice(sorted(open_))
+        ops.append(open_[rid].pop(0))
+        if not open_[rid]:
+            del open_[rid]
+        if poll_every and rng.randrange(poll_every) == 0:
+            ops.append(poll())
+        elif rng.randrange(40) == 0:
+            ops.append(settle())
+        elif rng.randrange(15) == 0:  # requests come over time, not all at once
+            ops.append(pause(rng.choice((0.001, 0.01, 0.05))))
+    ops.append(settle())
+    # No preemption at section gaps here: a receiver goes round dozens of registrations,
+    # and a preemption at each of its gaps would add up past R17's bound (a chunk due is
+    # fetched within 0.25 s) on any adapter; a wide world is about counts, not windows.
+    return _world("wide world", rng, ops, loopback, stage, preempt=0.0)
+
+
+def _world(
+    name: str,
+    rng: random.Random,
+    ops: list[Op],
+    loopback: bool,
+    stage: int,
+    preempt: float = PREEMPT,
+) -> Scenario:
+    """The scenario around the scheduler's *ops*, its settings drawn from *rng*."""
+    options = {opt: rng.choice(values) for opt, values in OPTIONS.items() if rng.random() < 0.5}
     longest = max((op.seconds for op in ops if op.kind == "outage"), default=0.0)
     return Scenario(
-        "long world",
+        name,
         tuple(usage(ops)),
         options=options,
         consume_on_get=rng.random() < 0.5,
@@ -87,7 +182,7 @@ def long_world(seed: int) -> Scenario:
         latency=rng.choice((0.0, 0.001)),
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,
-        preempt=PREEMPT,
+        preempt=preempt,
         timing_seed=rng.randrange(2**16),
     )
 
@@ -97,4 +192,9 @@ def long_worlds() -> st.SearchStrategy[Scenario]:
     are as many different ones (Hypothesis's mutations of a structured draw make most of
     thirty near copies). A failing one is not shrunk by Hypothesis (a smaller seed is
     another world) but op by op, by the stage's reduction pass."""
-    return st.integers(0, 2**32 - 1).map(long_world)
+    return st.integers(0, 2**32 - 1).map(_haul)
+
+
+def _haul(seed: int) -> Scenario:
+    """A wide world for one seed in three, a long one for the others."""
+    return wide_world(seed) if seed % 3 == 2 else long_world(seed)

@@ -100,7 +100,9 @@ def roles_for(op: Op, roles: tuple[str, ...]) -> tuple[str, ...]:
     """The members *op* is called on, in order."""
     if op.on is not None:
         return (op.on,)
-    if op.kind in ("save", "cancel", "fail_build"):
+    if op.kind in ("save", "cancel", "fail_build") or (
+        op.kind == "reject" and op.what in ("save", "cancel", "final", "object")
+    ):
         return roles[:1]
     if op.kind == "relay":
         return ("middle",)
@@ -185,9 +187,53 @@ def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> int:
         return _count(ready)
     elif kind == "stop":
         target.stop()
+    elif kind == "reject":
+        _reject(op, target, who, note)
     else:  # pragma: no cover - the runners handle faults and settle themselves
         raise ValueError(f"{op} is not an adapter call")
     return 0
+
+
+def _bad(token: str, request_id: str) -> Any:
+    """The wrong value a ``reject`` op names (:data:`.scenario.REJECTS`)."""
+    values: dict[str, Any] = {
+        "int": int(request_id) if request_id.isdigit() else len(request_id),
+        "bytes": request_id.encode(),
+        "none": None,
+        "tuple": (request_id,),
+        "0": 0,
+        "1": 1,
+        "str": "True",
+    }
+    if token == "generator":
+        return (part for part in (request_id,))
+    return values[token]
+
+
+_METHODS = {"cancel": "cancel_sender", "load": "load_async", "cleanup": "cleanup_receiver"}
+
+
+def _reject(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
+    """Make *op*'s call with its wrong value. It must raise at the call and change nothing
+    (R21): the call is recorded, raised or not, and the oracles judge both
+    (:mod:`chunk_adapter.oracles.inputs`)."""
+    rid, call, bad = str(op.request_id), str(op.what), _bad(str(op.obj), str(op.request_id))
+    chunk = [rid, "rejected"]
+    method = _METHODS.get(call, "save_async")
+    args: tuple[Any, ...] = (bad,)
+    if call == "save":
+        args = (bad, chunk, False)
+    elif call == "final":
+        args = (rid, chunk, bad)
+    elif call == "object":
+        args = (rid, bad, False)
+    shown = ", ".join("<a generator>" if a is bad and call == "object" else repr(a) for a in args)
+    try:
+        getattr(target, method)(*args)
+    except Exception as exc:
+        note(f"  {who}{method}({shown}) raised {exc!r}")
+        return
+    note(f"  {who}{method}({shown}) returned")
 
 
 def _count(ready: Any) -> int:

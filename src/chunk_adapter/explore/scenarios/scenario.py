@@ -58,6 +58,7 @@ __all__ = [
     "outage",
     "pause",
     "poll",
+    "reject",
     "relay",
     "renamed",
     "request_of",
@@ -84,9 +85,24 @@ _KINDS = (
     "outage",
     "slow",
     "drain",
+    "reject",
 )
 TIMED = ("put", "get", "build")
 """What ``outage`` and ``slow`` apply to."""
+BAD_IDS = ("int", "bytes", "none", "tuple")
+"""Request ids that are not a ``str`` (``"int"``: the id's digits as an int, so an adapter
+that coerces with ``str()`` meets a real id), by name: a world stays JSON."""
+REJECTS: dict[str, tuple[str, ...]] = {
+    "save": BAD_IDS,
+    "cancel": BAD_IDS,
+    "load": BAD_IDS,
+    "cleanup": BAD_IDS,
+    "final": ("0", "1", "str", "none"),
+    "object": ("generator",),
+}
+"""What a ``reject`` op may pass wrong (R21), and the wrong values it may pass: a bad id to
+one of the four calls that take one, a bad ``is_final`` to ``save_async``, or an object
+no snapshot takes (a generator) to ``save_async``."""
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("sender", "receiver"),
     "three-stage": ("sender", "middle", "receiver"),
@@ -117,6 +133,11 @@ class Op:
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise InvalidValue(f"unknown scenario op {self.kind!r}; use one of {_KINDS}")
+        if self.kind == "reject" and self.obj not in REJECTS.get(str(self.what), ()):
+            raise InvalidValue(
+                f"reject() takes a call of {tuple(REJECTS)} and one of its wrong values, "
+                f"got {self.what!r} with {self.obj!r}"
+            )
         if self.kind in ("outage", "slow") and self.what not in TIMED:
             raise InvalidValue(f"{self.kind}() is for one of {TIMED}, got what={self.what!r}")
         if self.kind in ("outage", "slow", "pause") and not 0 < self.seconds < float("inf"):
@@ -141,6 +162,8 @@ class Op:
             return f"slow({self.what!r}, {self.key!r}, {self.seconds!r}, times={self.times})"
         if k == "pause":
             return f"pause({self.seconds!r})"
+        if k == "reject":
+            return f"reject({self.what!r}, {rid!r}, {self.obj!r}{on})"
         if k == "mutate":
             return f"mutate(back={self.back}, depth={self.depth})"
         return f"{k}({on[2:]})"
@@ -164,6 +187,12 @@ def poll(on: str | None = None) -> Op:
 
 def cleanup(request_id: str, on: str | None = None) -> Op:
     return Op("cleanup", request_id, on=on)
+
+
+def reject(call: str, request_id: str, bad: str, on: str | None = None) -> Op:
+    """A call of request *request_id* with a wrong argument, which must raise at the call
+    and change nothing (R21): *call* and *bad* from :data:`REJECTS`."""
+    return Op("reject", request_id, bad, what=call, on=on)
 
 
 def relay() -> Op:

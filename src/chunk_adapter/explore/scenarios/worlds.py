@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
 from .scenario import (
+    REJECTS,
     TOPOLOGIES,
     Op,
     Scenario,
@@ -52,6 +54,7 @@ from .scenario import (
     outage,
     pause,
     poll,
+    reject,
     relay,
     save,
     settle,
@@ -356,7 +359,7 @@ def worlds(draw: Any) -> Scenario:
         # where the adapter takes idle_backoff, it stays affordable.
         notify = True
         options["idle_backoff"] = 0.05
-    return Scenario(
+    world = Scenario(
         "world",
         tuple(ops),
         options=options,
@@ -374,6 +377,26 @@ def worlds(draw: Any) -> Scenario:
         preempt=PREEMPT,
         timing_seed=draw(_int(0, 2**16)),
     )
+    return replace(world, ops=tuple(_with_rejects(draw, list(world.ops), rids)))
+
+
+def _with_rejects(draw: Any, ops: list[Op], rids: tuple[str, ...]) -> list[Op]:
+    """In a world of four, one or two calls with a wrong argument (:func:`.scenario.reject`:
+    a bad id, a bad ``is_final``, an object no snapshot takes) at drawn points before any
+    ``stop()``: each must raise at the call and change nothing (R21) — mid-stream, with a
+    cancel mark set, with the request registered or not. Drawn after everything else, so
+    the rest of the world is the one the same draws made before rejects were added."""
+    if draw(_int(0, 3)) != 0:
+        return ops
+    end = next((i for i, op in enumerate(ops) if op.kind == "stop"), len(ops))
+    out = list(ops)
+    for _ in range(draw(_int(1, 2))):
+        call = _pick(draw, tuple(REJECTS))
+        bad = _pick(draw, REJECTS[call])
+        at = draw(_int(0, end))
+        out.insert(at, reject(call, _pick(draw, rids), bad))
+        end += 1
+    return out
 
 
 def usage(ops: list[Op]) -> list[Op]:

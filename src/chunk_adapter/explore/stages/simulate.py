@@ -39,7 +39,7 @@ from ...factory import (
 from ...history import ConnectorOp
 from ...outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ...profiles import current_profile, example_database
-from ...rules import ORACLE, R24
+from ...rules import ORACLE, R21, R24
 from ..control.plan import plan_control
 from ..engine.execution import prepared
 from ..engine.explorer import describe
@@ -67,10 +67,11 @@ from .explore import _first_line, _rules
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
 CHECK = "generated worlds"
-RULES: tuple[str, ...] = (*ORACLE, R24)  # the oracles' rules, and R24 at the cut
+RULES: tuple[str, ...] = (*ORACLE, R21, R24)  # the oracles' rules, the rejects', R24 at the cut
 """What a generated world can find broken: every rule a history, the virtual clock or the
-explorer can show, and R24 by what the adapters still hold of closed requests at a world's
-quiescent cut (:mod:`..engine.retained`; R21 is bad input, which no world passes)."""
+explorer can show, R21 by its calls with a wrong argument (:func:`..scenarios.scenario.reject`:
+each must raise at the call and change nothing), and R24 by what the adapters still hold
+of closed requests at a world's quiescent cut (:mod:`..engine.retained`)."""
 OPTION_STOP = 2.0
 """Seconds the adapter built to see its options gets to stop (then it is abandoned)."""
 RESERVE = 0.2
@@ -321,7 +322,7 @@ def _judge(
     return CheckResult(
         "simulate", CHECK, root.rules, "fail",
         root.evidence(f"[{first.kind}] {_first_line(first.message)}"),
-        detail=_describe(failed, ctx, world, ops), replay=command, seconds=seconds,
+        detail=_describe(failed, ctx, world, ops, root.rules), replay=command, seconds=seconds,
         confirmation=confirmation, coverage=coverage,
         extra={"scheduler_ops": confirmed.size[0], "first_ops": sim.first.size[0]},
     )  # fmt: skip
@@ -336,8 +337,14 @@ def _sizes(sim: Simulation) -> str:
 
 
 def _describe(
-    execution: Execution, ctx: StageContext, world: Scenario | None = None, sizes: str = ""
+    execution: Execution,
+    ctx: StageContext,
+    world: Scenario | None = None,
+    sizes: str = "",
+    rules: tuple[str, ...] = (),
 ) -> str:
+    """The failure's detail: the execution, and the world as a test marked with *rules*'
+    root (the one the check reports: a counterfactual's, where one showed it)."""
     parts = [describe(execution, "a generated world", 1, ctx.adapter_spec)]
     if world is not None:
         parts += [
@@ -345,7 +352,9 @@ def _describe(
             f"The world ({sizes}), as a test to paste into `tests/test_world.py` (it fails "
             "while the bug is there):",
             f"{PASTE_BEGIN}test_world.py -----",
-            as_pytest(world, execution.schedule, ctx.adapter_spec, _rules(execution.failures)),
+            as_pytest(
+                world, execution.schedule, ctx.adapter_spec, rules or _rules(execution.failures)
+            ),
             PASTE_END,
         ]
     return "\n".join(parts)
