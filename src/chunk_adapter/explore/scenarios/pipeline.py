@@ -216,7 +216,8 @@ _METHODS = {"cancel": "cancel_sender", "load": "load_async", "cleanup": "cleanup
 def _reject(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
     """Make *op*'s call with its wrong value. It must raise at the call and change nothing
     (R21): the call is recorded, raised or not, and the oracles judge both
-    (:mod:`chunk_adapter.oracles.inputs`)."""
+    (:mod:`chunk_adapter.oracles.inputs`; an object no snapshot of ours takes may be one
+    the adapter's own snapshot takes: then it is a save like any other)."""
     rid, call, bad = str(op.request_id), str(op.what), _bad(str(op.obj), str(op.request_id))
     chunk = [rid, "rejected"]
     method = _METHODS.get(call, "save_async")

@@ -16,6 +16,7 @@ Ops (``str(op)`` is how the trace and failure reports print them)::
     settle()                      stop()        relay()
     mutate(back=0, depth=0)       pause(seconds)
     outage(what, key, seconds)    slow(what, key, seconds, times=1)
+    reject(call, rid, bad)
 
 Any adapter call takes ``on="sender" | "middle" | "receiver"`` to go to another
 member than its default (``load("r", on="middle")``).
@@ -31,7 +32,13 @@ virtual time from that point; ``slow(...)`` makes the next *times* such calls
 take *seconds* longer (:mod:`chunk_adapter.connectors.timed`). ``mutate(back,
 depth)`` changes, in place, the object of the latest save but *back*, at nesting
 *depth* (R4: what was sent must not change). ``pause(seconds)`` is the
-scheduler doing other work for *seconds* of virtual time.
+scheduler doing other work for *seconds* of virtual time. ``reject(call, rid, bad)``
+makes a call with a wrong argument (:data:`REJECTS`), which must raise and change
+nothing (R21).
+
+Over 400 lines, and one module because the ops' kinds, their checks, their printed form
+and their constructors are one vocabulary that every runner, the codec and the shrinker
+read together; split, each op kind would be spelt in three files.
 """
 
 from __future__ import annotations
