@@ -430,6 +430,33 @@ def test_an_empty_poll_by_a_follower_of_a_cleaned_up_registration_makes_nothing_
     assert execution.ok, execution.failures
 
 
+STALE_PROGRESS = (
+    "sim:eNp9UtFuwjAM_JXJzxEqBSatvzKhKLRuZ0iT0DgghPj3OVWrbRrl0efz5ezLHQ4p3qAqFNTexdSj9k53yFDx"
+    "kFBBg61JlnUcaqhaY6Ng1FiUkVW5U2ANo6uzwko0LF3QYYxQlbl0phciXKnBt6sfbAOCeab2Nsv7INzPO5zINcKM"
+    "5oLC8YejoHBdg9qoYq9gwHPCyJoySeCHWhopQJWq_DdS_B6x3mQnz0RbcsbO5hZNyd4ordfGaovGpQAvSS-szK8j"
+    "s5x7eWPx8_H8SPt8XybJFar7mJo-mPrk23aMS7Y4enKaqUefeMosJP7DKnYPAQfEPvCU8oABjRRrNbnTlnrKAmM7"
+    "sulwdLH5KXLMG7UVS_xF7jQpydPkOh0Rmzz9vhVP7IO3vpMvAoECWnKy_TdNe9hH:1:214:a3bac2b2cacacab5a"
+    "2b5daba3bcb2dcbdbc2bc2dbcd2cd2acd2ce2cebcabcac6bc2bcbcd2e2bdeb2dbdc3dcbd2b9dec4eb5cbc3bc"
+    "2e3be2ceb2cb2cbc3bc3ecebebaec6b4cbcb2c2ec2ebc2edb10c2e4a2c2a2ea2d"
+)
+"""A wide world reduced to 8 ops, and the schedule on which ``aio_followers`` met the
+judge error below (calibration, seed 623)."""
+
+
+@pytest.mark.rule("R17")
+def test_a_get_by_a_follower_of_a_cleaned_up_registration_is_no_progress() -> None:
+    """The same judge error from the other side: the old registration's follower got
+    chunk 0 after the cleanup, while ``load_async`` registered the request again (so no
+    fence told the get apart), and chunk 1 was judged due from then — but the new
+    registration was still polling chunk 0, 50 ms at a time. A get of chunk n-1 is
+    progress only if its value is handed out later (a stale get's never is)."""
+    _kind, world, schedule = STALE_PROGRESS.split(":", 2)
+    execution = replay_world(
+        decode(world), schedule, load_factory("tests.quality.correct.aio_followers:make")
+    )
+    assert execution.ok, execution.failures
+
+
 @pytest.mark.rule("R18")
 def test_a_stop_that_waits_out_its_threads_timeouts_breaks_r18() -> None:
     world = Scenario("w", (load("a"), save("a", [0], True), settle()), **WORLD)

@@ -80,15 +80,30 @@ def latency_failures(
             ):
                 who = r.request_id if r.call != "stop" else None
                 fences[who].append((r.begin, times[r.begin], r.call))
+        handed: Handed = defaultdict(list)  # rid -> (end of the poll, value handed out)
+        for r in records:
+            if (
+                isinstance(r, CallRecord)
+                and r.call == "poll_ready"
+                and r.adapter in (hop.receiver, "adapter")
+                and r.error is None
+                and isinstance(r.result, dict)
+            ):
+                for rid, values in r.result.items():
+                    handed[rid] += [(r.end, v) for v in values if isinstance(values, list)]
         last_put: dict[str, int] = {}  # key -> end of its previous put
         for put in puts:
             since = last_put.get(put.key, 0)
             last_put[put.key] = put.end
-            late = _late(put, since, gets, times, end, fences)
+            late = _late(put, since, gets, times, end, fences, handed)
             if late is not None:
                 found.append(Failure("violation", late + hop_suffix(hops, hop), (R17,)))
                 break
     return found
+
+
+Handed = dict[str, list[tuple[int, object]]]
+"""Per request, what the receiver's ``poll_ready`` handed out: (end of the call, value)."""
 
 
 def _due(
@@ -97,13 +112,17 @@ def _due(
     gets: dict[str, list[ConnectorOp]],
     times: dict[int, float],
     fences: dict[str | None, list[tuple[int, float, str]]],
+    handed: Handed,
 ) -> tuple[int, float, str] | None:
     """From when the receiver owed a fetch of *put*'s value: ``(seq, virtual time, why)``
     of the latest of the moments that make it due, ``None`` when none does. The key was
-    polled and found empty before the put (a polling receiver; not by a get a cleanup
-    fenced, and not when a get after that poll took the receiver past the chunk — the
-    empty poll was a stale one, of a registration cleaned up), the request's previous
-    chunk was got, not a final (after progress the next round starts at once), or, for
+    polled and found empty before the put, twice (a polling receiver; not by a get a
+    cleanup fenced, and not when a get after that poll took the receiver past the chunk:
+    an empty poll may be a stale one, of a registration cleaned up, which makes at most
+    one), the request's previous chunk was got, not a final, and handed out later (after
+    progress the next round starts at once; a get of a registration cleaned up may still
+    begin after the cleanup, and its value is never handed out; of several such gets, the
+    last), or, for
     chunk 0, the request was registered (a receiver told of puts by notifications
     fetches once when a registration is made, as anything put before it rings nothing);
     each only when it came after the key's previous put (*since*), so it is this value's,
@@ -116,7 +135,7 @@ def _due(
     starts: list[tuple[int, float, str]] = []
     empty = [g for g in gets[put.key] if g.begin > since and g.outcome == "none"]
     empty = [g for g in empty if g.end < put.begin and not _fenced(fences, rid, g)]
-    if empty and not _past(gets, rid, n, empty[-1].begin, put.end):
+    if len(empty) > 1 and not _past(gets, rid, n, empty[-1].begin, put.end):
         last = times[empty[-1].end]
         starts.append(
             (
@@ -126,23 +145,22 @@ def _due(
             )
         )
     if n > 0:
-        for g in gets[f"{rid}_{stage}_{n - 1}"]:
-            if (
-                g.begin > since
-                and g.outcome == "ok"
-                and not _final(g.value)
-                and not _fenced(fences, rid, g)
-                and not _past(gets, rid, n, g.begin, put.end)
-            ):
-                at = times[g.end]
-                starts.append(
-                    (
-                        g.end,
-                        max(at, put_at),
-                        f"after the receiver got chunk {n - 1} (at t={at:.3f} s)",
-                    )
-                )
-                break
+        progress = [
+            g
+            for g in gets[f"{rid}_{stage}_{n - 1}"]
+            if g.begin > since
+            and g.outcome == "ok"
+            and not _final(g.value)
+            and not _fenced(fences, rid, g)
+            and not _past(gets, rid, n, g.begin, put.end)
+            and any(at > g.end and _same(v, g.value) for at, v in handed[rid])
+        ]
+        if progress:
+            g = progress[-1]
+            at = times[g.end]
+            starts.append(
+                (g.end, max(at, put_at), f"after the receiver got chunk {n - 1} (at t={at:.3f} s)")
+            )
     else:
         previous = "cleanup_receiver"  # a load that registers: none before it, or a cleanup
         for seq, at, call in fences[rid]:
@@ -186,6 +204,14 @@ def _past(gets: dict[str, list[ConnectorOp]], rid: str, n: int, after: int, befo
     )  # fmt: skip
 
 
+def _same(a: object, b: object) -> bool:
+    """``a == b``, and ``False`` where the values cannot say."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
 def _final(value: object) -> bool:
     return isinstance(value, dict) and value.get("finished") is True
 
@@ -197,9 +223,10 @@ def _late(
     times: dict[int, float],
     end: float,
     fences: dict[str | None, list[tuple[int, float, str]]],
+    handed: Handed,
 ) -> str | None:
     """Why *put* was fetched late, or ``None`` (module doc)."""
-    due = _due(put, since, gets, times, fences)
+    due = _due(put, since, gets, times, fences, handed)
     if due is None:
         return None  # nobody was waiting for it yet
     start, due_at, why = due
