@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from chunk_adapter._validate import check_request_id
+from chunk_adapter._validate import check_final, check_request_id
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors.base import chunk_key
 
@@ -83,6 +83,8 @@ class MissingSnapshot(ChunkAdapter):
     """Queues the caller's object itself, not a snapshot of it (R4)."""
 
     def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        check_request_id(request_id, "save_async")
+        check_final(is_final, "save_async")
         self._check_running("save_async")
         with self._send_cond:
             self._fifo.append((request_id, obj, is_final))  # BUG: no snapshot

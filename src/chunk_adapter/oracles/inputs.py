@@ -12,13 +12,63 @@ snapshot may take it (then it is a save like any other). Calls made after the ad
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ..rules import R21
 from .records import CallRecord
 from .timeline import Timeline
 from .violations import Violation
 
-__all__ = ["check_inputs", "wrong_argument"]
+__all__ = ["BAD_IDS", "REJECTS", "check_inputs", "wrong_argument", "wrong_call"]
+
+BAD_IDS = ("int", "bytes", "none", "tuple")
+"""Request ids that are not a ``str``, by name (a driver's step stays a literal): ``"int"``
+is the id's digits as an int, so an adapter that coerces with ``str()`` meets a real id."""
+REJECTS: dict[str, tuple[str, ...]] = {
+    "save": BAD_IDS,
+    "cancel": BAD_IDS,
+    "load": BAD_IDS,
+    "cleanup": BAD_IDS,
+    "final": ("0", "1", "str", "none"),
+    "object": ("generator",),
+}
+"""The calls a driver may make with a wrong argument (R21), and the wrong values of each:
+a bad id to one of the four calls that take one, a bad ``is_final`` to ``save_async``, or
+an object no ``copy.deepcopy`` takes (a generator) to ``save_async``."""
+
+_METHODS = {"cancel": "cancel_sender", "load": "load_async", "cleanup": "cleanup_receiver"}
+
+
+def wrong_call(call: str, request_id: str, bad: str) -> tuple[str, tuple[Any, ...], str]:
+    """The adapter method, the arguments and the printed form of the call *call* of
+    :data:`REJECTS` with its wrong value *bad*, about request *request_id*."""
+    values: dict[str, Any] = {
+        "int": int(request_id) if request_id.isdigit() else len(request_id),
+        "bytes": request_id.encode(),
+        "none": None,
+        "tuple": (request_id,),
+        "0": 0,
+        "1": 1,
+        "str": "True",
+    }
+    chunk = [request_id, "rejected"]
+    if call == "object":
+        generator = (part for part in (request_id,))
+        return (
+            "save_async",
+            (request_id, generator, False),
+            (f"save_async({request_id!r}, <a generator>, False)"),
+        )
+    value = values[bad]
+    args: tuple[Any, ...]
+    if call == "save":
+        method, args = "save_async", (value, chunk, False)
+    elif call == "final":
+        method, args = "save_async", (request_id, chunk, value)
+    else:
+        method, args = _METHODS[call], (value,)
+    return method, args, f"{method}({', '.join(repr(a) for a in args)})"
+
 
 _TAKE_AN_ID = ("save_async", "cancel_sender", "load_async", "cleanup_receiver")
 

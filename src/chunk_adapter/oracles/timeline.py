@@ -105,6 +105,8 @@ class Timeline:
         builds: dict[str, list[BuildCall]] = defaultdict(list)
         inline_builds: dict[str, list[BuildCall]] = defaultdict(list)
         for b in builds_all:
+            if not isinstance(b.request_id, str):
+                continue  # of a save with a wrong id the adapter took: R21's (.inputs)
             around = finder.call_around(b)
             if around is None:
                 builds[b.request_id].append(b)

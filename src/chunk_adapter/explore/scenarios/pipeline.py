@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...connectors import FaultyConnector, GatedBuilder
+from ...oracles.inputs import wrong_call
 from .scenario import TOPOLOGIES, Op
 
 __all__ = [
@@ -194,47 +195,18 @@ def _one(op: Op, target: Any, who: str, note: Callable[[str], None]) -> int:
     return 0
 
 
-def _bad(token: str, request_id: str) -> Any:
-    """The wrong value a ``reject`` op names (:data:`.scenario.REJECTS`)."""
-    values: dict[str, Any] = {
-        "int": int(request_id) if request_id.isdigit() else len(request_id),
-        "bytes": request_id.encode(),
-        "none": None,
-        "tuple": (request_id,),
-        "0": 0,
-        "1": 1,
-        "str": "True",
-    }
-    if token == "generator":
-        return (part for part in (request_id,))
-    return values[token]
-
-
-_METHODS = {"cancel": "cancel_sender", "load": "load_async", "cleanup": "cleanup_receiver"}
-
-
 def _reject(op: Op, target: Any, who: str, note: Callable[[str], None]) -> None:
     """Make *op*'s call with its wrong value. It must raise at the call and change nothing
     (R21): the call is recorded, raised or not, and the oracles judge both
     (:mod:`chunk_adapter.oracles.inputs`; an object no snapshot of ours takes may be one
     the adapter's own snapshot takes: then it is a save like any other)."""
-    rid, call, bad = str(op.request_id), str(op.what), _bad(str(op.obj), str(op.request_id))
-    chunk = [rid, "rejected"]
-    method = _METHODS.get(call, "save_async")
-    args: tuple[Any, ...] = (bad,)
-    if call == "save":
-        args = (bad, chunk, False)
-    elif call == "final":
-        args = (rid, chunk, bad)
-    elif call == "object":
-        args = (rid, bad, False)
-    shown = ", ".join("<a generator>" if a is bad and call == "object" else repr(a) for a in args)
+    method, args, shown = wrong_call(str(op.what), str(op.request_id), str(op.obj))
     try:
         getattr(target, method)(*args)
     except Exception as exc:
-        note(f"  {who}{method}({shown}) raised {exc!r}")
+        note(f"  {who}{shown} raised {exc!r}")
         return
-    note(f"  {who}{method}({shown}) returned")
+    note(f"  {who}{shown} returned")
 
 
 def _count(ready: Any) -> int:

@@ -49,6 +49,7 @@ from typing import Any
 from ...connectors import chunk_key
 from ...errors import InvalidValue
 from ...oracles import split_key
+from ...oracles.inputs import REJECTS
 
 __all__ = [
     "TOPOLOGIES",
@@ -96,20 +97,6 @@ _KINDS = (
 )
 TIMED = ("put", "get", "build")
 """What ``outage`` and ``slow`` apply to."""
-BAD_IDS = ("int", "bytes", "none", "tuple")
-"""Request ids that are not a ``str`` (``"int"``: the id's digits as an int, so an adapter
-that coerces with ``str()`` meets a real id), by name: a world stays JSON."""
-REJECTS: dict[str, tuple[str, ...]] = {
-    "save": BAD_IDS,
-    "cancel": BAD_IDS,
-    "load": BAD_IDS,
-    "cleanup": BAD_IDS,
-    "final": ("0", "1", "str", "none"),
-    "object": ("generator",),
-}
-"""What a ``reject`` op may pass wrong (R21), and the wrong values it may pass: a bad id to
-one of the four calls that take one, a bad ``is_final`` to ``save_async``, or an object
-no snapshot takes (a generator) to ``save_async``."""
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("sender", "receiver"),
     "three-stage": ("sender", "middle", "receiver"),

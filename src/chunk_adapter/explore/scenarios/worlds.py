@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from ...oracles.inputs import REJECTS
 from .scenario import (
-    REJECTS,
     TOPOLOGIES,
     Op,
     Scenario,
