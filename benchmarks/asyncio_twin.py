@@ -39,7 +39,6 @@ from tests.quality.correct.asyncio_loop import (
     Item,
     Outcome,
     _forget_workers,
-    _identity,
     _key,
     _Registration,
     log,
@@ -76,59 +75,20 @@ class ThreadTwinAdapter(AsyncioLoopAdapter):
         wait_timeout: float = 0.1,
         join_timeout: float = 1.0,
     ) -> None:
-        # Not super().__init__(): it makes and starts the event loop. The checks are its own.
-        if not (
-            callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
-        ):
-            raise TypeError("connector must have put(key, value) and get(key)")
-        for name, stage in (("stage_id", stage_id), ("src_stage_id", src_stage_id)):
-            if stage is not None and (isinstance(stage, bool) or not isinstance(stage, int)):
-                raise TypeError(f"{name} must be an int")
-        if build_payload is not None and not callable(build_payload):
-            raise TypeError("build_payload must be callable or None")
-        if isinstance(put_tries, bool) or not isinstance(put_tries, int) or put_tries < 1:
-            raise ValueError(f"put_tries must be an int >= 1, got {put_tries!r}")
-        seconds = {
-            "put_backoff": put_backoff,
-            "put_backoff_max": put_backoff_max,
-            "idle_backoff": idle_backoff,
-            "wait_timeout": wait_timeout,
-            "join_timeout": join_timeout,
-        }
-        for name, value in seconds.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"{name} must be a number of seconds")
-            if not 0 <= value < float("inf"):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        if wait_timeout <= 0:
-            raise ValueError("wait_timeout must be > 0")
-        self.connector = connector
-        self.stage_id = stage_id
-        self.src_stage_id = stage_id - 1 if src_stage_id is None else src_stage_id
-        self.build_payload: BuildPayload = build_payload or _identity
-        self.put_tries = put_tries
-        self.put_backoff = float(put_backoff)
-        self.put_backoff_max = float(put_backoff_max)
-        self.idle_backoff = float(idle_backoff)
-        self.wait_timeout = float(wait_timeout)
-        self.join_timeout = float(join_timeout)
-
-        # Set once by stop(). Read by every scheduler call that starts work (R19), by both
-        # threads between steps, by the SAVE worker right before a put (R18); waited on
-        # by a put-retry backoff (stop() cuts it short).
-        self._stopping = threading.Event()
-        # Guards _next_id and _cancelled: cancel_sender, the sender thread (the cancel
-        # check), the SAVE worker (the id before a put, the update right after). Held for
-        # a few dict operations, never across a build or a put; nobody waits on it.
-        self._send_lock = threading.Lock()
-        self._next_id: dict[str, int] = {}
-        self._cancelled: set[str] = set()
-        # Guards _regs and _ready: the scheduler calls and the receiver thread (the read
-        # before a get; the token check and the commit together, R16). Never held across
-        # a get; nobody waits on it.
-        self._recv_lock = threading.Lock()
-        self._regs: dict[str, _Registration] = {}
-        self._ready: dict[str, list[dict[str, Any]]] = {}
+        # Not super().__init__(): it makes and starts the event loop. The options and the
+        # state both sides share are its _configure().
+        self._configure(
+            connector,
+            stage_id=stage_id,
+            src_stage_id=src_stage_id,
+            build_payload=build_payload,
+            put_tries=put_tries,
+            put_backoff=put_backoff,
+            put_backoff_max=put_backoff_max,
+            idle_backoff=idle_backoff,
+            wait_timeout=wait_timeout,
+            join_timeout=join_timeout,
+        )
         # The SAVE worker (builds and puts, one at a time, R5) and the RECV worker (gets).
         # Spawned by the sender and the receiver thread, daemons, so daemons too.
         self._save_pool = concurrent.futures.ThreadPoolExecutor(

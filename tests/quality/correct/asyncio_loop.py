@@ -101,6 +101,61 @@ class AsyncioLoopAdapter:
         wait_timeout: float = 0.1,
         join_timeout: float = 1.0,
     ) -> None:
+        self._configure(
+            connector,
+            stage_id=stage_id,
+            src_stage_id=src_stage_id,
+            build_payload=build_payload,
+            put_tries=put_tries,
+            put_backoff=put_backoff,
+            put_backoff_max=put_backoff_max,
+            idle_backoff=idle_backoff,
+            wait_timeout=wait_timeout,
+            join_timeout=join_timeout,
+        )
+
+        self._loop = asyncio.new_event_loop()
+        # The SAVE worker: the loop's default executor, one thread, so builds and puts run
+        # one at a time on one thread (R5). Its worker is spawned by the (daemon) loop
+        # thread, so it is a daemon too.
+        self._save_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"asyncio-save-{stage_id}"
+        )
+        self._loop.set_default_executor(self._save_pool)
+        # The RECV worker: gets only.
+        self._recv_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f"asyncio-recv-{stage_id}"
+        )
+        # The FIFO (R5). Only the loop touches it: save_async's items arrive through
+        # call_soon_threadsafe, in call order; stop() adds a None to wake the send task.
+        self._fifo: asyncio.Queue[Item | None] = asyncio.Queue()
+        # Loop-side wake-ups (asyncio primitives are set on the loop only, through
+        # call_soon_threadsafe): _recv_wake by load_async and stop(), waited on by the
+        # receive task with a timeout in a loop that re-checks (R20); _stop_wake by stop(),
+        # cuts a put-retry backoff short.
+        self._recv_wake = asyncio.Event()
+        self._stop_wake = asyncio.Event()
+        self._thread = threading.Thread(
+            target=self._run_loop, name=f"asyncio-loop-{stage_id}", daemon=True
+        )
+        self._thread.start()
+
+    def _configure(
+        self,
+        connector: Any,
+        *,
+        stage_id: int,
+        src_stage_id: int | None = None,
+        build_payload: BuildPayload | None = None,
+        put_tries: int = 3,
+        put_backoff: float = 0.005,
+        put_backoff_max: float = 0.1,
+        idle_backoff: float = 0.001,
+        wait_timeout: float = 0.1,
+        join_timeout: float = 1.0,
+    ) -> None:
+        """Check the options and set the state both sides share (the locks and their
+        dicts): everything of ``__init__`` but the event loop, its pools and its thread."""
         if not (
             callable(getattr(connector, "put", None)) and callable(getattr(connector, "get", None))
         ):
@@ -155,32 +210,6 @@ class AsyncioLoopAdapter:
         self._recv_lock = threading.Lock()
         self._regs: dict[str, _Registration] = {}
         self._ready: dict[str, list[dict[str, Any]]] = {}
-
-        self._loop = asyncio.new_event_loop()
-        # The SAVE worker: the loop's default executor, one thread, so builds and puts run
-        # one at a time on one thread (R5). Its worker is spawned by the (daemon) loop
-        # thread, so it is a daemon too.
-        self._save_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"asyncio-save-{stage_id}"
-        )
-        self._loop.set_default_executor(self._save_pool)
-        # The RECV worker: gets only.
-        self._recv_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"asyncio-recv-{stage_id}"
-        )
-        # The FIFO (R5). Only the loop touches it: save_async's items arrive through
-        # call_soon_threadsafe, in call order; stop() adds a None to wake the send task.
-        self._fifo: asyncio.Queue[Item | None] = asyncio.Queue()
-        # Loop-side wake-ups (asyncio primitives are set on the loop only, through
-        # call_soon_threadsafe): _recv_wake by load_async and stop(), waited on by the
-        # receive task with a timeout in a loop that re-checks (R20); _stop_wake by stop(),
-        # cuts a put-retry backoff short.
-        self._recv_wake = asyncio.Event()
-        self._stop_wake = asyncio.Event()
-        self._thread = threading.Thread(
-            target=self._run_loop, name=f"asyncio-loop-{stage_id}", daemon=True
-        )
-        self._thread.start()
 
     # ------------------------------------------------------------------ the loop thread
 
