@@ -90,7 +90,8 @@ def latency_failures(
                 and isinstance(r.result, dict)
             ):
                 for rid, values in r.result.items():
-                    handed[rid] += [(r.end, v) for v in values if isinstance(values, list)]
+                    if isinstance(values, list):  # any other shape is R15's
+                        handed[rid] += [(r.end, v) for v in values]
         last_put: dict[str, int] = {}  # key -> end of its previous put
         for put in puts:
             since = last_put.get(put.key, 0)
