@@ -159,20 +159,3 @@ def test_a_wrong_call_that_raised_but_queued_is_found_with_root_r21() -> None:
     assert [r.verdict for r in results] == ["fail"], [r.evidence for r in results]
     assert results[0].rules[0] == "R21", (results[0].rules, results[0].evidence)
     assert "wrong argument left out" in results[0].evidence
-
-
-@pytest.mark.rule("R21")
-def test_the_machines_make_wrong_calls_too_and_find_what_they_changed() -> None:
-    """On real threads (the machines): a rejected save that was queued anyway is a chunk
-    the model never saw; the machines' calls of a wrong type find it."""
-    from chunk_adapter.stateful.stage import run_stage as run_machines
-
-    spec = "tests.explore.test_rejects:queues_before_checking"
-    ctx = StageContext(
-        spec, "quick", 0, 120.0, f"chunk-adapter verify --adapter {spec}",
-        deadline=time.monotonic() + 120,
-    )  # fmt: skip
-    results = list(run_machines(load_factory(spec), ctx))
-    assert [r.verdict for r in results] == ["fail"], [r.evidence for r in results]
-    # the step that made it: a save of the machine's rejected chunk, with is_final 0 or 1
-    assert "'rejected']" in results[0].detail, results[0].detail

@@ -12,7 +12,6 @@ every oracle. So each step's outcome depends only on the steps so far.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 from collections import deque
@@ -23,7 +22,6 @@ from ..connectors.gates import Gate
 from ..factory import AdapterFactory
 from ..model import ContractModel, ModelStopped
 from ..oracles import Violation, accepted
-from ..oracles.inputs import wrong_call
 from ..rules import R18, R19
 from .budget import Budget
 from .payloads import MUTATION, mutate
@@ -186,17 +184,6 @@ class Harness(Settling):
         if error is not None:
             raise error
         self._oracles(what, quiescent=False)
-
-    @step
-    def reject(self, call: str, request_id: str, bad: str) -> None:
-        """A call with a wrong argument (:data:`~chunk_adapter.oracles.inputs.REJECTS`),
-        which must raise ``TypeError`` at the call and change nothing (R21): the model
-        does not change, so the oracles judge that it raised and the model that nothing
-        was queued, registered or forgotten."""
-        method, args, what = wrong_call(call, request_id, bad)
-        with contextlib.suppress(Exception):
-            getattr(self.adapter, method)(*args)
-        self.settle(what)
 
     # -------------------------------------------------------------- environment
     @step

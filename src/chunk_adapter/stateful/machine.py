@@ -14,9 +14,7 @@ reused after its final, after cleanup and while its previous final is still
 queued (``reuse_while_final_queued``). Gates hold a build, a put or a get so
 calls overlap the SAVE or RECV thread's work — including a get in flight
 across ``cleanup_receiver`` + ``load_async`` (R16). ``stop()`` is a step too;
-after it the sending and registering calls must raise (R19). Calls with an argument of
-a wrong type (a bad id, a bad ``is_final``) come at any point: each must raise at the
-call and change nothing (R21; the model does not move).
+after it the sending and registering calls must raise (R19).
 
 Steps that would make the outcome depend on timing are no-ops instead (see
 :mod:`chunk_adapter.model`): a new stream is not queued behind a held SAVE
@@ -28,9 +26,6 @@ is saved for another request, nor (a get held) registered for one or saved
 for one registered. The contract orders work within a request only: a single
 SAVE or RECV thread waits behind the held call, a pool of workers or a task per
 registration goes on, and both are correct.
-
-Over 400 lines, and one module because Hypothesis builds a machine from one class: its
-rules and the preconditions that keep them timing-free read one model and one harness.
 """
 
 from __future__ import annotations
@@ -44,7 +39,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from ..factory import AdapterFactory
-from ..oracles.inputs import REJECTS
 from ..profiles import current_profile
 from .budget import Budget
 from .harness import Harness
@@ -58,12 +52,6 @@ MANY = tuple(f"m{i}" for i in range(6))
 rids = st.sampled_from(REQUEST_IDS)
 payload_kinds = st.sampled_from(("list", "nested", "nested", "none"))
 object_kinds = st.sampled_from(("list", "nested"))
-wrong_types = st.sampled_from(
-    [(call, bad) for call, bads in REJECTS.items() if call != "object" for bad in bads]
-)
-"""Calls with an argument of a wrong type (R21: ``TypeError`` at the call). Not an object
-``deepcopy`` refuses: an adapter's own snapshot may take it, and the model could not
-tell."""
 
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -290,15 +278,6 @@ class ConformanceMachine(RuleBasedStateMachine):
         self.h.cancel(rid)
         if twice:
             self.h.cancel(rid)
-
-    @precondition(_running)
-    @rule(rid=rids, wrong=wrong_types)
-    @judged
-    def reject(self, rid: str, wrong: tuple[str, str]) -> None:
-        """A call of *rid* with an argument of a wrong type: it raises at the call and
-        changes nothing (R21), with whatever is open, marked or registered."""
-        call, bad = wrong
-        self.h.reject(call, rid, bad)
 
     @precondition(lambda self: self.h.save_gate is not None)
     @rule()

@@ -54,7 +54,7 @@ from ..outcome import (
     reference_also_failed,
     suite_error,
 )
-from ..rules import R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R21, R23
+from ..rules import R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R23
 from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure, seen
@@ -62,8 +62,8 @@ from .reproduce import STATEFUL
 
 __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
 
-# What the machines check (docs/stateful.md: not timing; bad input by calls of a wrong type).
-STATEFUL_RULES = (R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R21, R23)
+# What the machines check (docs/stateful.md: not timing, not bad input).
+STATEFUL_RULES = (R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R23)
 NAME = "machines"
 """The stage's one check, under every profile and verdict."""
 END_MARGIN = 1.0
