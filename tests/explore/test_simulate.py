@@ -423,7 +423,12 @@ def test_an_empty_poll_by_a_follower_of_a_cleaned_up_registration_makes_nothing_
     right after was judged due "while the receiver was polling for it" — to a receiver
     past it. An empty poll counts only if no get after it took the receiver past the
     chunk."""
-    _kind, world, schedule = STALE_EMPTY_POLL.split(":", 2)
+    _passes_on_aio_followers(STALE_EMPTY_POLL)
+
+
+def _passes_on_aio_followers(replay: str) -> None:
+    """The ``sim:WORLD:SCHEDULE`` *replay* passes on ``aio_followers``."""
+    _kind, world, schedule = replay.split(":", 2)
     execution = replay_world(
         decode(world), schedule, load_factory("tests.quality.correct.aio_followers:make")
     )
@@ -450,11 +455,7 @@ def test_a_get_by_a_follower_of_a_cleaned_up_registration_is_no_progress() -> No
     fence told the get apart), and chunk 1 was judged due from then — but the new
     registration was still polling chunk 0, 50 ms at a time. A get of chunk n-1 is
     progress only if its value is handed out later (a stale get's never is)."""
-    _kind, world, schedule = STALE_PROGRESS.split(":", 2)
-    execution = replay_world(
-        decode(world), schedule, load_factory("tests.quality.correct.aio_followers:make")
-    )
-    assert execution.ok, execution.failures
+    _passes_on_aio_followers(STALE_PROGRESS)
 
 
 @pytest.mark.rule("R18")
