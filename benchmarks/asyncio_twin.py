@@ -61,41 +61,18 @@ class ThreadTwinAdapter(AsyncioLoopAdapter):
     a task awaits ``run_in_executor``. The parent's coroutines are never run.
     """
 
-    def __init__(
-        self,
-        connector: Any,
-        *,
-        stage_id: int,
-        src_stage_id: int | None = None,
-        build_payload: BuildPayload | None = None,
-        put_tries: int = 3,
-        put_backoff: float = 0.005,
-        put_backoff_max: float = 0.1,
-        idle_backoff: float = 0.001,
-        wait_timeout: float = 0.1,
-        join_timeout: float = 1.0,
-    ) -> None:
+    def __init__(self, connector: Any, **options: Any) -> None:
+        """*options*: the keywords of :meth:`_configure`, which checks them."""
         # Not super().__init__(): it makes and starts the event loop. The options and the
         # state both sides share are its _configure().
-        self._configure(
-            connector,
-            stage_id=stage_id,
-            src_stage_id=src_stage_id,
-            build_payload=build_payload,
-            put_tries=put_tries,
-            put_backoff=put_backoff,
-            put_backoff_max=put_backoff_max,
-            idle_backoff=idle_backoff,
-            wait_timeout=wait_timeout,
-            join_timeout=join_timeout,
-        )
+        self._configure(connector, **options)
         # The SAVE worker (builds and puts, one at a time, R5) and the RECV worker (gets).
         # Spawned by the sender and the receiver thread, daemons, so daemons too.
         self._save_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"twin-save-{stage_id}"
+            max_workers=1, thread_name_prefix=f"twin-save-{self.stage_id}"
         )
         self._recv_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"twin-recv-{stage_id}"
+            max_workers=1, thread_name_prefix=f"twin-recv-{self.stage_id}"
         )
         # The FIFO (R5): save_async's items in call order; stop() adds a None.
         self._fifo: queue.Queue[Item | None] = queue.Queue()  # type: ignore[assignment]
@@ -103,7 +80,7 @@ class ThreadTwinAdapter(AsyncioLoopAdapter):
         # loop that re-checks (R20).
         self._recv_wake = threading.Event()  # type: ignore[assignment]
         self._sender = threading.Thread(
-            target=self._send_loop, name=f"twin-send-{stage_id}", daemon=True
+            target=self._send_loop, name=f"twin-send-{self.stage_id}", daemon=True
         )
         # Resolved by stop(): a thread waiting on a worker wakes and waits on until
         # _abandon_at (half the join timeout on, when the asyncio loop stops itself), then
@@ -111,7 +88,7 @@ class ThreadTwinAdapter(AsyncioLoopAdapter):
         self._stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._abandon_at = float("inf")
         self._receiver = threading.Thread(
-            target=self._recv_loop, name=f"twin-recv-{stage_id}", daemon=True
+            target=self._recv_loop, name=f"twin-recv-{self.stage_id}", daemon=True
         )
         self._sender.start()
         self._receiver.start()

@@ -19,7 +19,7 @@ from .records import CallRecord
 from .timeline import Timeline
 from .violations import Violation
 
-__all__ = ["BAD_IDS", "REJECTS", "check_inputs", "wrong_argument", "wrong_call"]
+__all__ = ["BAD_IDS", "METHODS", "REJECTS", "check_inputs", "wrong_argument", "wrong_call"]
 
 BAD_IDS = ("int", "bytes", "none", "tuple")
 """Request ids that are not a ``str``, by name (a driver's step stays a literal): ``"int"``
@@ -36,7 +36,15 @@ REJECTS: dict[str, tuple[str, ...]] = {
 a bad id to one of the four calls that take one, a bad ``is_final`` to ``save_async``, or
 an object no ``copy.deepcopy`` takes (a generator) to ``save_async``."""
 
-_METHODS = {"cancel": "cancel_sender", "load": "load_async", "cleanup": "cleanup_receiver"}
+METHODS: dict[str, str] = {
+    "save": "save_async",
+    "final": "save_async",
+    "object": "save_async",
+    "cancel": "cancel_sender",
+    "load": "load_async",
+    "cleanup": "cleanup_receiver",
+}
+"""The adapter method each call of :data:`REJECTS` is made with."""
 
 
 def wrong_call(call: str, request_id: str, bad: str) -> tuple[str, tuple[Any, ...], str]:
@@ -51,22 +59,20 @@ def wrong_call(call: str, request_id: str, bad: str) -> tuple[str, tuple[Any, ..
         "1": 1,
         "str": "True",
     }
-    chunk = [request_id, "rejected"]
+    method, chunk = METHODS[call], [request_id, "rejected"]
     if call == "object":
         generator = (part for part in (request_id,))
         return (
-            "save_async",
+            method,
             (request_id, generator, False),
-            (f"save_async({request_id!r}, <a generator>, False)"),
+            f"{method}({request_id!r}, <a generator>, False)",
         )
     value = values[bad]
-    args: tuple[Any, ...]
+    args: tuple[Any, ...] = (value,)
     if call == "save":
-        method, args = "save_async", (value, chunk, False)
+        args = (value, chunk, False)
     elif call == "final":
-        method, args = "save_async", (request_id, chunk, value)
-    else:
-        method, args = _METHODS[call], (value,)
+        args = (request_id, chunk, value)
     return method, args, f"{method}({', '.join(repr(a) for a in args)})"
 
 

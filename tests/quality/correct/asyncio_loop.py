@@ -87,44 +87,21 @@ def _forget_workers(pool: concurrent.futures.ThreadPoolExecutor) -> None:
 class AsyncioLoopAdapter:
     """Sender and receiver as two tasks on one event loop in one daemon thread."""
 
-    def __init__(
-        self,
-        connector: Any,
-        *,
-        stage_id: int,
-        src_stage_id: int | None = None,
-        build_payload: BuildPayload | None = None,
-        put_tries: int = 3,
-        put_backoff: float = 0.005,
-        put_backoff_max: float = 0.1,
-        idle_backoff: float = 0.001,
-        wait_timeout: float = 0.1,
-        join_timeout: float = 1.0,
-    ) -> None:
-        self._configure(
-            connector,
-            stage_id=stage_id,
-            src_stage_id=src_stage_id,
-            build_payload=build_payload,
-            put_tries=put_tries,
-            put_backoff=put_backoff,
-            put_backoff_max=put_backoff_max,
-            idle_backoff=idle_backoff,
-            wait_timeout=wait_timeout,
-            join_timeout=join_timeout,
-        )
+    def __init__(self, connector: Any, **options: Any) -> None:
+        """*options*: the keywords of :meth:`_configure`, which checks them."""
+        self._configure(connector, **options)
 
         self._loop = asyncio.new_event_loop()
         # The SAVE worker: the loop's default executor, one thread, so builds and puts run
         # one at a time on one thread (R5). Its worker is spawned by the (daemon) loop
         # thread, so it is a daemon too.
         self._save_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"asyncio-save-{stage_id}"
+            max_workers=1, thread_name_prefix=f"asyncio-save-{self.stage_id}"
         )
         self._loop.set_default_executor(self._save_pool)
         # The RECV worker: gets only.
         self._recv_pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"asyncio-recv-{stage_id}"
+            max_workers=1, thread_name_prefix=f"asyncio-recv-{self.stage_id}"
         )
         # The FIFO (R5). Only the loop touches it: save_async's items arrive through
         # call_soon_threadsafe, in call order; stop() adds a None to wake the send task.
@@ -136,7 +113,7 @@ class AsyncioLoopAdapter:
         self._recv_wake = asyncio.Event()
         self._stop_wake = asyncio.Event()
         self._thread = threading.Thread(
-            target=self._run_loop, name=f"asyncio-loop-{stage_id}", daemon=True
+            target=self._run_loop, name=f"asyncio-loop-{self.stage_id}", daemon=True
         )
         self._thread.start()
 

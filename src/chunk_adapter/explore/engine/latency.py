@@ -71,24 +71,14 @@ def latency_failures(
                 elif r.outcome == "ok":
                     puts.append(r)
         fences: dict[str | None, list[tuple[int, float, str]]] = defaultdict(list)
-        for r in records:
-            if (
-                isinstance(r, CallRecord)
-                and r.adapter in (hop.receiver, "adapter")
-                and r.call in ("cleanup_receiver", "stop", "load_async")
-                and r.begin in times
-            ):
-                who = r.request_id if r.call != "stop" else None
-                fences[who].append((r.begin, times[r.begin], r.call))
         handed: Handed = defaultdict(list)  # rid -> (end of the poll, value handed out)
         for r in records:
-            if (
-                isinstance(r, CallRecord)
-                and r.call == "poll_ready"
-                and r.adapter in (hop.receiver, "adapter")
-                and r.error is None
-                and isinstance(r.result, dict)
-            ):
+            if not isinstance(r, CallRecord) or r.adapter not in (hop.receiver, "adapter"):
+                continue
+            if r.call in ("cleanup_receiver", "stop", "load_async") and r.begin in times:
+                who = r.request_id if r.call != "stop" else None
+                fences[who].append((r.begin, times[r.begin], r.call))
+            elif r.call == "poll_ready" and r.error is None and isinstance(r.result, dict):
                 for rid, values in r.result.items():
                     if isinstance(values, list):  # any other shape is R15's
                         handed[rid] += [(r.end, v) for v in values]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...connectors import FaultyConnector, GatedBuilder
-from ...oracles.inputs import wrong_call
+from ...oracles.inputs import METHODS, wrong_call
 from .scenario import TOPOLOGIES, Op
 
 __all__ = [
@@ -102,7 +102,7 @@ def roles_for(op: Op, roles: tuple[str, ...]) -> tuple[str, ...]:
     if op.on is not None:
         return (op.on,)
     if op.kind in ("save", "cancel", "fail_build") or (
-        op.kind == "reject" and op.what in ("save", "cancel", "final", "object")
+        op.kind == "reject" and METHODS[str(op.what)] in ("save_async", "cancel_sender")
     ):
         return roles[:1]
     if op.kind == "relay":

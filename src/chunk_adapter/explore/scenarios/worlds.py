@@ -377,10 +377,10 @@ def worlds(draw: Any) -> Scenario:
         preempt=PREEMPT,
         timing_seed=draw(_int(0, 2**16)),
     )
-    return replace(world, ops=tuple(_with_rejects(draw, list(world.ops), rids)))
+    return replace(world, ops=_with_rejects(draw, world.ops, rids))
 
 
-def _with_rejects(draw: Any, ops: list[Op], rids: tuple[str, ...]) -> list[Op]:
+def _with_rejects(draw: Any, ops: tuple[Op, ...], rids: tuple[str, ...]) -> tuple[Op, ...]:
     """In a world of four, one or two calls with a wrong argument (:func:`.scenario.reject`:
     a bad id, a bad ``is_final``, an object no snapshot takes) at drawn points before any
     ``stop()``: each must raise at the call and change nothing (R21) — mid-stream, with a
@@ -396,7 +396,7 @@ def _with_rejects(draw: Any, ops: list[Op], rids: tuple[str, ...]) -> list[Op]:
         at = draw(_int(0, end))
         out.insert(at, reject(call, _pick(draw, rids), bad))
         end += 1
-    return out
+    return tuple(out)
 
 
 def usage(ops: list[Op]) -> list[Op]:
