@@ -257,11 +257,16 @@ class ExtraTryAfterADrop(ChunkAdapter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.after_a_drop = False
-        self.started: set[int] = set()  # id() of the attempts begun
+        # id() of the attempts begun, and the attempts themselves: kept alive, so a new
+        # attempt never reuses the id of one gone (which made it look begun, and the bug
+        # did not happen: a test that failed now and then, by what ran before it)
+        self.started: set[int] = set()
+        self.kept: list[Any] = []
 
     def _put_once(self, attempt: Any) -> float | None:
         if id(attempt) not in self.started:
             self.started.add(id(attempt))
+            self.kept.append(attempt)
             if self.after_a_drop:
                 attempt.tries, self.after_a_drop = -1, False  # the bug
         before = attempt.tries
