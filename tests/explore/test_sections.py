@@ -192,3 +192,55 @@ def test_a_write_to_lock_guarded_state_made_without_the_lock_is_a_race_point(
         assert any(lost) and "unlocked write n" in points, (sum(lost), points[:3])
     else:
         assert not any(lost) and not points
+
+
+def _reset_after_a_pause(rt: ControlledRuntime, lost: list[bool]) -> None:
+    """:func:`_reset_after_the_lock` with a worker that sleeps 2 ms between its increments:
+    a timer due within ``early_timers``, so the scheduler thread at its race point may be
+    preempted ("time passes") and, still at that point, be offered the next choice alone."""
+    from chunk_adapter.explore.runtime.watch import watch_state
+
+    box, lock = _Box(), rt.Lock()
+    assert watch_state(box, rt.ctl)
+
+    def worker() -> None:
+        for pause in (0.0, 0.002):
+            rt.sleep(pause)
+            with lock:
+                box.n += 1
+
+    with lock:
+        box.n = 0
+    thread = rt.start_thread(worker, "worker")
+    with lock:
+        taken = box.n
+    box.n = 0  # BUG: outside the lock
+    thread.join()
+    lost.append(taken + box.n < 2)
+
+
+@pytest.mark.rule("R14", "R15")
+def test_a_schedule_found_at_race_points_replays_to_the_same_end() -> None:
+    """A section strategy's schedule replays step for step: its string says race points
+    were switch points (``1r:``), so the replay makes them switch points too, and a choice
+    the strategy was asked for at a race point after "time passes" (one task offered) is
+    a recorded decision. Before both, such schedules diverged on replay, and ``verify``
+    reported a found bug as inconclusive (``TwoSaveThreads`` at simulate seed 1)."""
+    from chunk_adapter.explore.strategies import ReplayStrategy
+    from chunk_adapter.explore.strategies.schedule import encode
+    from tests.explore._programs import run_program
+
+    lost: list[bool] = []
+    program = lambda rt: _reset_after_a_pause(rt, lost)  # noqa: E731
+    found = every_execution(program, SectionStrategy(seed=0, executions=200), early_timers=0.01)
+    schedules = [encode(c.decisions, races=c.races) for c in found]
+    assert all(s.startswith("1r:") for s in schedules), schedules[:1]
+    assert any(lost) and not all(lost), sum(lost)
+    first = list(lost)
+    passes = [s for s in schedules if "{999}" in s]
+    assert passes, "no schedule let time pass at a race point"
+    for i, schedule in enumerate(schedules):
+        lost.clear()
+        again = run_program(program, ReplayStrategy(schedule), early_timers=0.01)
+        assert not again.failures, (schedule, [f.message for f in again.failures])
+        assert lost == [first[i]], schedule

@@ -578,7 +578,10 @@ class Controller:
             self.pruned = True
             self._end()
             return None
-        if len(runnable) > 1 or len(tids) > len(offered):
+        # recorded wherever a strategy that is not asked at every step is asked: a choice
+        # among tasks, or a preempted task at a race point (may_pass, no current: one
+        # task offered), so that its replay consumes each decision at the same point
+        if len(runnable) > 1 or may_pass:
             with self._lock:  # _decide, inlined: a third of the steps choose
                 if self._frozen:
                     raise Aborted  # the execution is over: this late thread must not choose

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import OneExecution
-from .schedule import Decision, decode
+from .schedule import Decision, decode, with_race_points
 
 __all__ = ["ReplayStrategy", "ScheduleDiverged"]
 
@@ -24,6 +24,9 @@ class ReplayStrategy(OneExecution):
     def __init__(self, schedule: str) -> None:
         self.schedule = schedule
         self.decisions: list[Decision] = decode(schedule)
+        # recorded with race points as switch points (a sections strategy): the replay's
+        # controller makes them switch points too, so each decision lands on its step
+        self.watches_sections = with_race_points(schedule)
 
     def _next(self, kind: str) -> int | None:
         if self._pos >= len(self.decisions):

@@ -8,12 +8,16 @@ adapter's threads); and every random number handed to the code under test.
 Encoding (version 1)::
 
     1:<decisions>:<body>
+    1r:<decisions>:<body>
 
 ``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...
 ``z`` = 25; a thread from 26 on as ``{<id>}``) followed by a repeat count when
 it repeats (``a12`` = twelve times thread 0), and a random number as
 ``~<hex>.``. ``decisions`` is the number of decisions, so a truncated string
-is caught. Example: ``1:17:a9cb2a5``.
+is caught. Example: ``1:17:a9cb2a5``. ``1r`` marks a schedule recorded with race points
+as switch points (:attr:`~..runtime.controller.Controller.races`: a strategy that watches
+critical sections); a replay of it must make them switch points too, or every decision
+after the first of them lands on another step (:func:`with_race_points`).
 """
 
 from __future__ import annotations
@@ -22,17 +26,19 @@ import re
 
 from ...errors import InvalidValue
 
-__all__ = ["Decision", "decode", "encode"]
+__all__ = ["Decision", "decode", "encode", "with_race_points"]
 
 Decision = tuple[str, int]  # ("t", thread id) or ("r", random value)
 
 _VERSION = "1"
+_RACES = "r"  # the version's mark for a schedule recorded with race points
 _LETTERS = 26
+_HEADERS = (_VERSION, _VERSION + _RACES)
 _TOKEN = re.compile(r"([a-z]|\{\d+\})(\d*)|~([0-9a-f]+)\.")
 
 
-def encode(decisions: list[Decision]) -> str:
-    """The string form of *decisions* (see module doc)."""
+def encode(decisions: list[Decision], *, races: bool = False) -> str:
+    """The string form of *decisions* (see module doc); *races*: recorded with race points."""
     parts: list[str] = []
     i = 0
     while i < len(decisions):
@@ -49,7 +55,14 @@ def encode(decisions: list[Decision]) -> str:
         name = chr(ord("a") + value) if value < _LETTERS else f"{{{value}}}"
         parts.append(name + (str(run) if run > 1 else ""))
         i += run
-    return f"{_VERSION}:{len(decisions)}:{''.join(parts)}"
+    version = _VERSION + (_RACES if races else "")
+    return f"{version}:{len(decisions)}:{''.join(parts)}"
+
+
+def with_race_points(text: str) -> bool:
+    """Whether the schedule string *text* was recorded with race points as switch points
+    (its version field is ``1r``)."""
+    return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + _RACES
 
 
 def decode(text: str) -> list[Decision]:
@@ -57,7 +70,7 @@ def decode(text: str) -> list[Decision]:
     if not isinstance(text, str):
         raise InvalidValue(f"a schedule is a string like '1:3:a2b', got {text!r}")
     fields = text.strip().split(":")
-    if len(fields) != 3 or fields[0] != _VERSION or not fields[1].isdigit():
+    if len(fields) != 3 or fields[0] not in _HEADERS or not fields[1].isdigit():
         raise InvalidValue(
             f"not a version-{_VERSION} schedule string: {text!r} "
             "(expected '1:<count>:<body>', as printed by a failing exploration)"
