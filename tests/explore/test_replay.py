@@ -32,7 +32,6 @@ from chunk_adapter.explore.strategies.schedule import decode, encode, with_race_
 from chunk_adapter.factory import reference_factory
 from tests.quality import broken_explore
 
-
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 
