@@ -27,7 +27,7 @@ from chunk_adapter.explore import (
     replay,
 )
 from chunk_adapter.explore.engine.execution import Setup, run_once
-from chunk_adapter.explore.scenarios.worlds import worlds
+from chunk_adapter.explore.scenarios.worlds import schedules_for_worlds, worlds
 from chunk_adapter.explore.strategies.schedule import decode, encode, with_race_points
 from chunk_adapter.factory import reference_factory
 from tests.quality import broken_explore
@@ -157,29 +157,37 @@ def test_a_schedule_for_another_scenario_is_reported_as_diverged() -> None:
     assert "changed since the schedule was recorded" in other.failures[0].message
 
 
-@settings(max_examples=5, derandomize=True, deadline=None, database=None)
-@given(world=worlds())
-def test_section_schedules_of_generated_worlds_replay_step_for_step(world: Any) -> None:
-    """Every execution of the section strategy (race points, "time passes" at a gap) on a
-    generated world replays step for step, on an adapter with unlocked state another
-    thread writes under a lock (race points: ``TwoSaveThreads``'s second SAVE thread) and
-    on the reference. The section strategy's schedules once diverged on replay wherever
-    a race point had been a switch point, so ``verify`` reported a found bug as
-    inconclusive. (Greenlets: that a schedule replays the same on both runtimes is
+@pytest.mark.parametrize("kind", ["drawn", "pct", "random", "sections"])
+@settings(max_examples=4, derandomize=True, deadline=None, database=None)
+@given(world=worlds(), data=st.data())
+def test_every_schedule_the_simulate_stage_draws_replays_step_for_step(
+    kind: str, world: Any, data: st.DataObject
+) -> None:
+    """Every kind of schedule the ``simulate`` stage draws for a generated world (drawn
+    preemptions, PCT, uniform random, sections), run as the stage runs it
+    (:func:`~chunk_adapter.explore.engine.simulate.strategy_for`), replays step for step,
+    on an adapter with unlocked state another thread writes under a lock (race points:
+    ``TwoSaveThreads``'s second SAVE thread) and on the reference: the stage confirms a
+    failure by replaying its string. The section strategy's schedules once diverged
+    wherever a race point had been a switch point, and ``verify`` called a found bug
+    inconclusive. (Greenlets here: that a schedule replays the same on both runtimes is
     ``test_controlled_runtime``'s.)"""
     from chunk_adapter.explore.engine.execution import prepared
-    from chunk_adapter.explore.engine.simulate import replay_world, run_once, sim_setup
-    from chunk_adapter.explore.strategies import SectionStrategy
+    from chunk_adapter.explore.engine.simulate import (
+        replay_world,
+        run_world,
+        sim_setup,
+        strategy_for,
+    )
 
+    picks = schedules_for_worlds().filter(lambda p: p[0] == kind)
+    pick = data.draw(picks, label="pick")
     for factory in (broken_explore.TwoSaveThreads, reference_factory):
         setup = sim_setup(factory, wall_timeout=10.0, max_steps=20_000, runtime="greenlet")
-        strategy = SectionStrategy(seed=1, executions=2)
-        runs = []
         with prepared(setup):
-            while strategy.start_execution():
-                runs.append(run_once(world, strategy, setup, every_step=False))
-        for run in runs:
+            runs = run_world(world, strategy_for(pick, world), setup)
+        for run in runs[-2:]:
             if any(f.kind == "too_long" for f in run.failures):
                 continue  # cut at the step budget: a replay's budget is its own
             again = replay_world(world, run.schedule, factory, runtime="greenlet", max_steps=20_000)
-            assert fingerprint(again) == fingerprint(run), run.schedule
+            assert fingerprint(again) == fingerprint(run), (pick[:2], run.schedule)
