@@ -92,22 +92,6 @@ CASES = [
          [do.cancel("r"), do.save("r", "end", True), do.put("r_1_0", None, True),
           do.save("r", "b"), do.save("r", "end2", True), do.put("r_1_0", None, True)],
          first("R6")),
-    case("R6", "fires-first-when-an-old-mark-cuts-a-new-stream-from-its-start",
-         # the same mark kept past its final, cleared late (a SAVE thread that read the
-         # mark for a whole batch): the new stream's first chunk dropped, the next one put
-         [do.cancel("r"), do.save("r", "end", True), do.save("r", "b"), do.save("r", "c"),
-          do.put("r_1_0", None, True), do.put("r_1_0", "c")],
-         first("R6")),
-    case("R5", "fires-first-on-a-drop-inside-a-new-stream-after-a-cancel",
-         # a new stream's chunk dropped after one of it was put: no mark cuts a stream there
-         [do.cancel("r"), do.save("r", "end", True), do.put("r_1_0", None, True),
-          do.save("r", "b"), do.save("r", "c"), do.save("r", "d"), do.put("r_1_0", "b"),
-          do.put("r_1_1", "d")],
-         first("R5")),
-    case("R5", "fires-first-on-a-new-stream-cut-from-its-start-with-no-cancel",
-         [do.save("r", "end", True), do.put("r_1_0", "end", True), do.save("r", "b"),
-          do.save("r", "c"), do.put("r_1_0", "c")],
-         first("R5")),
     case("R5", "fires-on-an-unexplained-drop",
          [do.save("r", "a"), do.save("r", "b"), do.build("r", "b"), do.put("r_1_0", "b")],
          only("R5")),

@@ -281,19 +281,15 @@ class Aligner:
             as_cancelled = next_op is None or (  # nothing more put, or a None final
                 is_final_put(next_op) and data_of(next_op) is None
             )
-            # the stream's first chunks: a mark kept past its final cuts the next stream from
-            # its start (until whatever clears it late), wherever the stream goes on after
-            first = self.pending_at == 0
-            if self.failures == 0 and stale and self.stream_at > 0 and (as_cancelled or first):
-                # dropped as if cancelled, by a cancel of an earlier stream: its mark should
-                # have ended when that stream's final was put (R6), so the mark is the root,
-                # not the order of saves
-                how = "as if cancelled" if as_cancelled else "from its first chunk"
+            if self.failures == 0 and stale and self.stream_at > 0 and as_cancelled:
+                # dropped as if cancelled (the stream's final put with data None), by a
+                # cancel of an earlier stream: its mark should have ended when that stream's
+                # final was put (R6), so the mark is the root, not the order of saves
                 self.violation(
                     R6,
                     f"saved chunk(s) {snaps!r} of a new stream of the request were dropped, "
-                    f"{how}, after a cancel_sender made before the previous stream's final was "
-                    "put: a cancel mark lasts until that final is put, and no longer",
+                    "as if cancelled, by a cancel_sender made before the previous stream's "
+                    "final was put: a cancel mark lasts until that final is put",
                     key,
                 )
             elif self.failures == 0:
