@@ -150,17 +150,22 @@ class _Box:
     n = 0
 
 
-def _reset_after_the_lock(rt: ControlledRuntime, lost: list[bool]) -> None:
+def _reset_after_the_lock(rt: ControlledRuntime, lost: list[bool], pause: float = 0.0) -> None:
     """A lost update written in no shape of tests/quality: the scheduler reads a counter
     under the lock and zeroes it after releasing it; a worker's increment in between is
-    lost (found in a third hold-out set: ``poll_ready`` counting its ready chunks)."""
+    lost (found in a third hold-out set: ``poll_ready`` counting its ready chunks). With
+    *pause* the worker sleeps that long between its increments: a timer due, so the
+    scheduler thread at its race point may be preempted ("time passes") and, still at
+    that point, be offered the next choice alone."""
     from chunk_adapter.explore.runtime.watch import watch_state
 
     box, lock = _Box(), rt.Lock()
     assert watch_state(box, rt.ctl)
 
     def worker() -> None:
-        for _ in range(2):
+        for i in range(2):
+            if i and pause:
+                rt.sleep(pause)
             with lock:
                 box.n += 1
 
@@ -194,31 +199,6 @@ def test_a_write_to_lock_guarded_state_made_without_the_lock_is_a_race_point(
         assert not any(lost) and not points
 
 
-def _reset_after_a_pause(rt: ControlledRuntime, lost: list[bool]) -> None:
-    """:func:`_reset_after_the_lock` with a worker that sleeps 2 ms between its increments:
-    a timer due within ``early_timers``, so the scheduler thread at its race point may be
-    preempted ("time passes") and, still at that point, be offered the next choice alone."""
-    from chunk_adapter.explore.runtime.watch import watch_state
-
-    box, lock = _Box(), rt.Lock()
-    assert watch_state(box, rt.ctl)
-
-    def worker() -> None:
-        for pause in (0.0, 0.002):
-            rt.sleep(pause)
-            with lock:
-                box.n += 1
-
-    with lock:
-        box.n = 0
-    thread = rt.start_thread(worker, "worker")
-    with lock:
-        taken = box.n
-    box.n = 0  # BUG: outside the lock
-    thread.join()
-    lost.append(taken + box.n < 2)
-
-
 @pytest.mark.rule("R14", "R15")
 def test_a_schedule_found_at_race_points_replays_to_the_same_end() -> None:
     """A section strategy's schedule replays step for step: its string says race points
@@ -231,7 +211,7 @@ def test_a_schedule_found_at_race_points_replays_to_the_same_end() -> None:
     from tests.explore._programs import run_program
 
     lost: list[bool] = []
-    program = lambda rt: _reset_after_a_pause(rt, lost)  # noqa: E731
+    program = lambda rt: _reset_after_the_lock(rt, lost, pause=0.002)  # noqa: E731
     found = every_execution(program, SectionStrategy(seed=0, executions=200), early_timers=0.01)
     schedules = [encode(c.decisions, races=c.races) for c in found]
     assert all(s.startswith("1r:") for s in schedules), schedules[:1]
