@@ -19,11 +19,14 @@ steps, here:
    anything else is ``inconclusive``, and :attr:`Confirmed.why` says which step
    said no, for the stage to word its evidence.
 
-"The same failure" means one thing everywhere: the rule the finding is reported
-under (its root, the first rule it names) is broken again; for a finding that
-names no rule (a hang without one, the adapter raising), a failure of the same
-kind. A race may show more or fewer symptoms on a re-run; the root must be one
-of them. The two tests lean the safe way each: reproducing asks for the root
+A finding is a :class:`~chunk_adapter.finding.Finding` whatever found it, and a
+run (the first, a re-run, the reference's) shows a :data:`Run`: the findings it
+saw, root cause first, ``()`` when it saw none. "The same failure" means one
+thing everywhere: the rule the finding is reported under (its root, the first
+rule it names) is among the rules the re-run's findings break; for a finding
+that names no rule (a hang without one, the adapter raising), a finding of the
+same kind. A race may show more or fewer symptoms on a re-run; the root must be
+one of them. The two tests lean the safe way each: reproducing asks for the root
 again, calibrating gives up on any failure of the reference.
 """
 
@@ -33,37 +36,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PASSED", "Confirmed", "Seen", "confirm", "same_failure"]
+from .finding import Finding, kinds_of, rules_of
 
+__all__ = ["PASSED", "Confirmed", "Run", "confirm", "same_failure"]
 
-@dataclass(frozen=True)
-class Seen:
-    """What one run of a check showed: a failure (``rules`` broken, root first; ``kinds``
-    name what failed without a rule, e.g. ``"deadlock"`` or an exception type, the
-    finding's own first) or none (``failed`` false)."""
+Run = tuple[Finding, ...]
+"""What one run of a check showed: its findings, root cause first (``()``: none)."""
 
-    failed: bool
-    rules: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = ()
-    evidence: str = ""
-
-    @property
-    def kind(self) -> str:
-        """What the finding is, when no rule names it (``""``: nothing failed so)."""
-        return self.kinds[0] if self.kinds else ""
-
-
-PASSED = Seen(False)
+PASSED: Run = ()
 """A run that saw no failure."""
 
 
-def same_failure(first: Seen, again: Seen | None) -> bool:
+def same_failure(first: Finding, again: Run | None) -> bool:
     """*again* shows the failure *first* is reported as (module doc)."""
-    if again is None or not again.failed:
+    if not again:
         return False
     if first.rules:
-        return first.rules[0] in again.rules
-    return first.kind in again.kinds
+        return first.rules[0] in rules_of(again)
+    return bool(first.kind) and first.kind in kinds_of(again)
 
 
 Why = Literal["reproduced", "not reproduced", "not re-run", "reference failed"]
@@ -77,18 +67,18 @@ class Confirmed:
     why: Why
     reruns: int  # re-runs that ran to a decision
     reproduced: int  # of them, those that showed the same failure
-    again: Seen | None  # the last re-run that showed it, else the last re-run (None: none ran)
-    reference: Seen | None  # the reference adapter's run (None: not run, or undecided)
+    again: Run | None  # the last re-run that showed it, else the last re-run (None: none ran)
+    reference: Run | None  # the reference adapter's run (None: not run, or undecided)
 
     @property
     def reference_passed(self) -> bool:
-        return self.reference is not None and not self.reference.failed
+        return self.reference is not None and not self.reference
 
 
 def confirm(
-    first: Seen,
-    rerun: Callable[[], Seen | None],
-    reference: Callable[[], Seen | None] | None = None,
+    first: Finding,
+    rerun: Callable[[], Run | None],
+    reference: Callable[[], Run | None] | None = None,
     *,
     tries: int = 1,
 ) -> Confirmed:
@@ -96,7 +86,8 @@ def confirm(
     count says how often it reproduced) and calibrate it on the reference (module doc)."""
     if tries < 1:
         raise ValueError(f"confirm: tries must be 1 or more, got {tries!r}")
-    reruns, reproduced, again = 0, 0, None
+    reruns, reproduced = 0, 0
+    again: Run | None = None
     while reruns < tries:
         seen = rerun()
         if seen is None:  # could not run or decide (the budget): it proves nothing
@@ -111,6 +102,6 @@ def confirm(
         why: Why = "not re-run" if not reruns else "not reproduced"
         return Confirmed("inconclusive", why, reruns, 0, again, None)
     calibration = reference() if reference is not None else None
-    if calibration is not None and calibration.failed:
+    if calibration:  # the reference showed a finding
         return Confirmed("inconclusive", "reference failed", reruns, reproduced, again, calibration)
     return Confirmed("fail", "reproduced", reruns, reproduced, again, calibration)

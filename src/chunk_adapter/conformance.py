@@ -28,6 +28,7 @@ import re
 
 import pytest
 
+from .finding import Finding, first_line
 from .profiles import PROFILES
 from .pytest_plugin import SUITE, baseline_of, chunk_profile_of, mark_inconclusive
 from .verify.report import VerifyReport
@@ -47,12 +48,15 @@ profile's budget counts the pre-flight too, and a lost final alone costs 10 s pe
 
 
 class CheckViolation(AssertionError):
-    """A confirmed contract violation found by one check; ``headline`` is ``"R16: cause"``."""
+    """A confirmed contract violation found by one check; ``headline`` is ``"R16: cause"``,
+    ``finding`` the check's :class:`~chunk_adapter.finding.Finding` (its rules, the headline,
+    the report's text and the replay)."""
 
     def __init__(self, headline: str, text: str, result: CheckResult) -> None:
         super().__init__(f"{headline}\n\n{text}")
         self.headline = headline
         self.result = result
+        self.finding = Finding(result.rules, "", first_line(headline), text, result.replay)
 
 
 def check_id(stage: str, check: str) -> str:

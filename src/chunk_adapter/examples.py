@@ -14,6 +14,7 @@ from typing import Any
 from .bed.stack import FACTORY, Bed
 from .bed.waiting import call_bounded, stopping, wait_until
 from .factory import AdapterFactory, AdapterLike
+from .finding import Finding
 from .oracles.violations import Violation, rules_in_order
 from .rules import R1, R2, R4, R5, R6, R9, R11, R15
 
@@ -65,6 +66,15 @@ class ExampleOutcome:
     def broken(self) -> tuple[str, ...]:
         """The rules the problems break, in order, each once (none when ``ok``)."""
         return tuple(rules_in_order(self.problems, also=True))
+
+    @property
+    def finding(self) -> Finding | None:
+        """What the example found (``None`` when ``ok``): the rules broken (else the rules
+        it checks), every problem on one line, what it printed as the evidence."""
+        if self.ok:
+            return None
+        problems = "; ".join(str(problem) for problem in self.problems)
+        return Finding(self.broken or self.rules, "", problems, "\n".join(self.lines))
 
 
 def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> bool:

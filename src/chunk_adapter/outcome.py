@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .finding import Finding
 from .rules import VERIFIED
 
 __all__ = [
@@ -82,6 +83,43 @@ class CheckResult:
         data = asdict(self)
         data["rules"] = list(self.rules)
         return data
+
+    @classmethod
+    def of_finding(
+        cls,
+        stage: str,
+        name: str,
+        verdict: Verdict,
+        finding: Finding,
+        *,
+        evidence: str | None = None,
+        rules: tuple[str, ...] | None = None,
+        seconds: float = 0.0,
+        confirmation: str = "",
+        coverage: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> CheckResult:
+        """The result of check *name* of *stage* on *finding*: the one way every stage
+        reports a failure it found, confirmed (``fail``) or not (``inconclusive``).
+
+        The finding gives the rules (root first), the evidence (its message), the detail
+        (its evidence) and the replay (its reproducer). A stage that words the verdict
+        (why it is inconclusive) passes *evidence*; one that does not charge the adapter
+        with the finding's rules (it decides nothing on them) passes *rules*.
+        """
+        return cls(
+            stage,
+            name,
+            finding.rules if rules is None else rules,
+            verdict,
+            finding.message if evidence is None else evidence,
+            detail=finding.evidence,
+            replay=finding.reproducer,
+            seconds=seconds,
+            extra={} if extra is None else extra,
+            confirmation=confirmation,
+            coverage=coverage,
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CheckResult:

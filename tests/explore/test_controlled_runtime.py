@@ -303,8 +303,7 @@ def test_a_missing_attribute_of_the_explorer_s_stand_in_is_not_a_verdict() -> No
 
 
 def test_an_execution_over_the_step_budget_is_never_a_verdict() -> None:
-    from chunk_adapter.explore.engine.result import NOT_CONTROLLED
-    from chunk_adapter.explore.stages.explore import KIND_RULES
+    from chunk_adapter.explore.engine.result import KIND_RULES, NOT_CONTROLLED
 
     assert "too long" in NOT_CONTROLLED and "too long" not in KIND_RULES
 

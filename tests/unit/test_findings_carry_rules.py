@@ -15,8 +15,8 @@ from chunk_adapter import ChunkAdapter
 from chunk_adapter.bed.stack import SlowFactory
 from chunk_adapter.bed.waiting import STOP_RULES, Hang, stopping
 from chunk_adapter.examples import ExampleOutcome
+from chunk_adapter.explore.engine.result import failure_rules
 from chunk_adapter.explore.runtime.tasks import Failure, as_failure, signature
-from chunk_adapter.explore.stages import explore as explore_stage
 from chunk_adapter.oracles import ContractViolation, Violation
 from chunk_adapter.stateful.budget import first_rules
 from chunk_adapter.stress.report import NOTE, ORACLE, StressReport
@@ -49,10 +49,10 @@ def test_a_violation_names_its_consequences_as_data() -> None:
 
 def test_the_explorer_takes_a_violations_rules_from_the_failure_not_its_message() -> None:
     failure = Failure("violation", "R16: a message that also mentions R5", ("R16",))
-    assert explore_stage._rules([failure]) == ("R16",)
+    assert failure_rules([failure]) == ("R16",)
     # a plain string from a user's checker names no rule; the kind's rule stands in
     assert as_failure("R16: text").rules == ()
-    assert explore_stage._rules([Failure("deadlock", "R16? no"), as_failure("R9: x")]) == ("R20",)
+    assert failure_rules([Failure("deadlock", "R16? no"), as_failure("R9: x")]) == ("R20",)
     assert signature(failure) == "R16"
 
 

@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..finding import Finding, first_line
 from ..rules import R18
 
 __all__ = [
@@ -124,6 +125,17 @@ class Hang(AssertionError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickles with its data (a worker hands it on)
         return (type(self), (self.what, self.seconds, self.call, self.rules, self.state))
+
+    @property
+    def finding(self) -> Finding:
+        """This hang as every driver reports a failure: the rules its caller named (``()``:
+        none; the caller decides what an unnamed hang breaks), kind ``"hang"`` for a call
+        that did not return and ``"timeout"`` for a condition that did not come about, the
+        message, and the state it ended in as the evidence."""
+        text = str(self)
+        return Finding(
+            self.rules, "hang" if self.call else "timeout", first_line(text), self.state.strip()
+        )
 
 
 @dataclass

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..finding import Finding, first_line
+
 __all__ = ["ContractViolation", "Violation", "root_first", "rules_in_order"]
 
 
@@ -47,6 +49,12 @@ class Violation:
     def rules(self) -> tuple[str, ...]:
         """``rule``, then ``also``: the rules this violation is about, root first."""
         return (self.rule, *self.also)
+
+    @property
+    def finding(self) -> Finding:
+        """This violation as every driver reports a failure: its :attr:`rules` and its text."""
+        text = str(self)
+        return Finding(self.rules, "", first_line(text), text.partition("\n")[2])
 
     def __str__(self) -> str:
         where = []
@@ -115,3 +123,12 @@ class ContractViolation(AssertionError):
     def rules(self) -> list[str]:
         """Each rule once, the root cause's first."""
         return rules_in_order(self.violations)
+
+    @property
+    def finding(self) -> Finding:
+        """This exception as every driver reports a failure: :attr:`rules`, the root-cause
+        violation as the message (else the message's first line), the whole message as
+        the evidence."""
+        text = str(self)
+        head = str(self.violations[0]) if self.violations else text
+        return Finding(tuple(self.rules), "", first_line(head), text)

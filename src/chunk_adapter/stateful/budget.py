@@ -32,7 +32,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Budget", "FailingExample", "OutOfBudget", "first_rules"]
+from ..finding import Finding, first_line
+
+__all__ = ["Budget", "FailingExample", "OutOfBudget", "finding_of", "first_rules", "headline"]
 
 MARGIN = 2.0
 """Seconds kept besides the measured re-runs: starting a worker thread, reporting."""
@@ -68,6 +70,11 @@ class FailingExample:
     def rules(self) -> tuple[str, ...]:
         return first_rules(self.error)
 
+    @property
+    def finding(self) -> Finding:
+        """The example's failure (:func:`finding_of`), its blob as the reproducer."""
+        return finding_of(self.error, self.blob)
+
 
 def first_rules(error: BaseException) -> tuple[str, ...]:
     """The rules an exception carries, root cause first: ``ContractViolation.rules`` (the
@@ -77,6 +84,24 @@ def first_rules(error: BaseException) -> tuple[str, ...]:
     if isinstance(rules, list) and all(isinstance(r, str) for r in rules):
         return tuple(rules)
     return ()
+
+
+def headline(error: BaseException) -> str:
+    """One line for the report: the root-cause violation, else the error's first line."""
+    violations = getattr(error, "violations", None)
+    if isinstance(violations, list) and violations:
+        return str(violations[0])
+    text = str(error)
+    return text.splitlines()[0] if text else repr(error)
+
+
+def finding_of(error: BaseException, reproducer: str | None = None) -> Finding:
+    """The failure a machine ended with, as a :class:`~chunk_adapter.finding.Finding`: the
+    rules it carries (:func:`first_rules`), its exception type as its kind (a failure that
+    names no rule is the same failure as the same exception again), its :func:`headline`
+    and its whole text."""
+    kind = f"{type(error).__module__}.{type(error).__qualname__}"
+    return Finding(first_rules(error), kind, first_line(headline(error)), str(error), reproducer)
 
 
 class Budget:

@@ -27,10 +27,11 @@ from typing import Any
 
 from hypothesis.stateful import RULE_MARKER
 
-from ..confirm import PASSED, Seen
+from ..confirm import PASSED, Run
 from ..confirm import same_failure as same
 from ..errors import InvalidValue
 from ..factory import AdapterFactory
+from .budget import finding_of
 
 __all__ = [
     "PREFIX",
@@ -43,7 +44,7 @@ __all__ = [
     "parse",
     "run_steps",
     "same_failure",
-    "seen",
+    "shown",
 ]
 
 PREFIX = "steps."
@@ -183,19 +184,16 @@ def minimize(
     return Minimized(current, False)
 
 
-def seen(error: BaseException | None) -> Seen:
+def shown(error: BaseException | None) -> Run:
     """A run's outcome (the exception it failed with, ``None`` if it passed) as
     :mod:`chunk_adapter.confirm` compares it: a step that could not run shows nothing."""
-    from .budget import first_rules
-
     if error is None or isinstance(error, Unrunnable):
         return PASSED
-    kind = f"{type(error).__module__}.{type(error).__qualname__}"
-    return Seen(True, first_rules(error), kinds=(kind,), evidence=str(error).split("\n", 1)[0])
+    return (finding_of(error),)
 
 
 def same_failure(first: BaseException, again: BaseException | None) -> bool:
     """*again* is the failure *first* was (:func:`chunk_adapter.confirm.same_failure`: its
     root rule broken again, or for a failure that names no rule, the same exception
     type); never a step that could not run."""
-    return same(seen(first), seen(again))
+    return same(finding_of(first), shown(again))

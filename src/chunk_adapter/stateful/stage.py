@@ -38,11 +38,13 @@ import io
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypeVar
 
-from ..confirm import Seen, confirm
+from ..confirm import Run, confirm
 from ..errors import InvalidValue
 from ..factory import AdapterFactory, calibration_reference
+from ..finding import Finding
 from ..oracles import ContractViolation
 from ..outcome import (
     PASTE_BEGIN,
@@ -50,14 +52,15 @@ from ..outcome import (
     REFERENCE_PASSED,
     CheckResult,
     StageContext,
+    Verdict,
     raised_by_suite,
     reference_also_failed,
     suite_error,
 )
 from ..rules import R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R23
-from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, first_rules
+from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, finding_of, headline
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
-from .minimize import Step, encode, minimize, parse, run_steps, same_failure, seen
+from .minimize import Step, encode, minimize, parse, run_steps, same_failure, shown
 from .reproduce import STATEFUL
 
 __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
@@ -150,7 +153,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         return
     for index, finding in enumerate(findings):  # several only under --all: share the time
         until = time.monotonic() + (end - time.monotonic()) / (len(findings) - index)
-        yield _confirm(factory, ctx, profile, finding, until, result, coverage)
+        yield _confirm(factory, ctx, profile, finding, until, start, coverage)
 
 
 def _findings(
@@ -196,65 +199,68 @@ def _confirm(
     profile: Any,
     found: tuple[FailingExample, str, bool],
     end: float,
-    result: Callable[..., CheckResult],
+    start: float,
     coverage: str,
 ) -> CheckResult:
     """Re-run the shrunk example once; ``fail`` only if it fails again with the same first rule."""
     from .api import replay_example
 
-    finding, printed, shrunk = found
-    error = finding.error
-    first = _headline(error)
-    rules = first_rules(error)
+    example, printed, shrunk = found
+    error = example.error
     note = "" if shrunk else "(shrinking stopped at the stage's budget: steps not minimal)"
-    if not isinstance(error, ContractViolation) and raised_by_suite(error):
-        return result(
-            "inconclusive", suite_error(error), rules=(),
-            detail=_detail(error, printed, note, ctx, profile), coverage=coverage,
+    finding = replace(example.finding, evidence=_detail(error, printed, note, ctx, profile))
+    first = headline(error)
+
+    def result(verdict: Verdict, finding: Finding, evidence: str, **kw: Any) -> CheckResult:
+        return CheckResult.of_finding(
+            "stateful", NAME, verdict, finding, evidence=evidence,
+            seconds=time.monotonic() - start, coverage=coverage, **kw,
         )  # fmt: skip
-    if finding.blob is None:
+
+    unconfirmed = replace(finding, reproducer=None)  # the blob is not a replay command
+    if not isinstance(error, ContractViolation) and raised_by_suite(error):
+        return result("inconclusive", unconfirmed, suite_error(error), rules=())
+    if example.blob is None:
         return result(
             "inconclusive",
+            unconfirmed,
             f"did not reproduce: found {first}, but this Hypothesis version gave no "
             "reproducer to re-run it with",
-            rules=rules,
-            detail=_detail(error, printed, note, ctx, profile),
-            coverage=coverage,
         )
-    replay = STATEFUL.command(profile.name, finding.blob, adapter_spec=ctx.adapter_spec)
+    finding = replace(
+        finding,
+        reproducer=STATEFUL.command(profile.name, example.blob, adapter_spec=ctx.adapter_spec),
+    )
     reproduce = f"{ctx.replay_prefix} --stage stateful"
     runs: dict[str, tuple[Exception | None, str]] = {}
 
-    def again(adapter: AdapterFactory, who: str) -> Callable[[], Seen | None]:
-        def run_it() -> Seen | None:
+    def again(adapter: AdapterFactory, who: str) -> Callable[[], Run | None]:
+        def run_it() -> Run | None:
             done, outcome = _on_thread(
                 lambda: replay_example(
-                    adapter, finding.blob or "", profile=profile.name, reproduce=reproduce
+                    adapter, example.blob or "", profile=profile.name, reproduce=reproduce
                 ),
                 end,
             )
             if not done or outcome is None:
                 return None  # it did not finish within the stage's budget
             runs[who] = outcome
-            return seen(outcome[0])
+            return shown(outcome[0])
 
         return run_it
 
     reference = calibration_reference(factory)
     judged = confirm(
-        seen(error),
+        finding,
         again(factory, "adapter"),
         None if reference is None else again(reference, "reference"),
     )
     if judged.why == "not re-run":
         return result(
             "inconclusive",
+            finding,
             f"did not reproduce: found {first}, but re-running the shrunk example did not "
             "finish within the stage's budget; re-run it with the replay command",
-            rules=rules,
-            detail=_detail(error, printed, note, ctx, profile),
-            replay=replay,
-            coverage=coverage,
         )
     if judged.why == "not reproduced":
         error_again = runs["adapter"][0]
@@ -265,29 +271,22 @@ def _confirm(
         )
         return result(
             "inconclusive",
+            finding,
             f"did not reproduce: found {first}, but when the shrunk example was re-run {got}",
-            rules=rules,
-            detail=_detail(error, printed, note, ctx, profile),
-            replay=replay,
-            coverage=coverage,
         )
     if judged.why == "reference failed":
         reference_error = runs["reference"][0]
         assert reference_error is not None
         return result(
-            "inconclusive",
-            reference_also_failed(first, _headline(reference_error)),
-            rules=rules,
-            detail=_detail(error, printed, note, ctx, profile),
-            replay=replay,
-            coverage=coverage,
+            "inconclusive", finding, reference_also_failed(first, headline(reference_error))
         )
     error_again, printed_again = runs["adapter"]
     assert error_again is not None
     confirmation = "re-ran the shrunk example: failed again"
     confirmation += REFERENCE_PASSED if judged.reference_passed else ""
     lines = steps_of(printed_again or printed)
-    smaller = _shrink_steps(factory, profile, lines, error_again, end, finding.seconds, reproduce)
+    replay = finding.reproducer
+    smaller = _shrink_steps(factory, profile, lines, error_again, end, example.seconds, reproduce)
     if smaller is not None:
         steps, error_small, complete = smaller
         lines, error_again = [str(s) for s in steps], error_small
@@ -296,15 +295,11 @@ def _confirm(
         )
         replay = STATEFUL.command(profile.name, encode(steps), adapter_spec=ctx.adapter_spec)
         confirmation += f"; so did its {len(steps)} step(s), shrunk further and run again"
-    return result(
-        "fail",
-        _headline(error_again),
-        rules=first_rules(error_again),
-        detail=_detail(error_again, printed_again or printed, note, ctx, profile, lines),
-        replay=replay,
-        confirmation=confirmation,
-        coverage=coverage,
+    confirmed = replace(
+        finding_of(error_again, replay),
+        evidence=_detail(error_again, printed_again or printed, note, ctx, profile, lines),
     )
+    return result("fail", confirmed, headline(error_again), confirmation=confirmation)
 
 
 def _shrink_steps(
@@ -377,15 +372,6 @@ def _detail(
     if output.strip():
         parts.append("Output captured while the example ran (capped):\n" + cap_lines(output))
     return "\n".join(parts)
-
-
-def _headline(error: BaseException) -> str:
-    """One line for the report: the root-cause violation, else the error's first line."""
-    violations = getattr(error, "violations", None)
-    if isinstance(violations, list) and violations:
-        return str(violations[0])
-    text = str(error)
-    return text.splitlines()[0] if text else repr(error)
 
 
 def _run(fn: Callable[[], None]) -> tuple[BaseException | None, str]:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InvalidValue
 from ..factory import REFERENCE
+from ..finding import Finding, first_line
 from ..outcome import RULES
 from ..rules import R3, R18, R22, R23
 
@@ -52,7 +53,16 @@ def seed_from_env(default: int = DEFAULT_SEED) -> int:
 
 
 class StressFailure(AssertionError):
-    """A stress scenario found contract violations; the message says how to rerun it."""
+    """A stress scenario found contract violations; the message says how to rerun it, and
+    ``finding`` is the scenario's :class:`~chunk_adapter.finding.Finding`
+    (:meth:`StressReport.finding`)."""
+
+    def __init__(self, message: str, finding: Finding) -> None:
+        super().__init__(message)
+        self.finding = finding
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles with its finding
+        return (type(self), (str(self), self.finding))
 
 
 ROOT = 0
@@ -68,18 +78,22 @@ SYMPTOM = 3
 NOTE = 4
 """Rank of a ``stats()`` counter that disagrees with the recording (not the contract)."""
 _ROOT_RULES = (R3, R18, R22, "error")
+_NOT_RULES = ("stats", "error")
+"""What a failure may be about besides a contract rule: a counter note, a call that raised."""
 
 
 @dataclass
 class StressReport:
     """The outcome of one scenario run.
 
-    ``failures`` are strings that start with the contract rule they are about
-    ("R18: stop() took 2.1 s ..."), or with ``stats`` (a counter disagrees
-    with the recording) or ``error`` (a scheduler call raised unexpectedly),
-    **root cause first**: faults seen directly, then the oracles' violations
-    in the order of the events that broke them, then what never happened,
-    then what the scenario saw at its end, then counter notes.
+    ``findings`` are what failed, one :class:`~chunk_adapter.finding.Finding` each:
+    a contract rule broken (its ``rules``), or, naming no rule, of ``kind``
+    ``stats`` (a counter disagrees with the recording) or ``error`` (a scheduler
+    call raised unexpectedly), **root cause first**: faults seen directly, then
+    the oracles' violations in the order of the events that broke them, then what
+    never happened, then what the scenario saw at its end, then counter notes.
+    ``failures`` are their texts, each starting with its rule or kind
+    ("R18: stop() took 2.1 s ...").
     ``measurements`` are the numbers the scenario took (seconds, rates),
     whether or not it failed. ``incomplete`` says why the
     scenario stopped before its planned work (the stage's budget ran out):
@@ -88,16 +102,19 @@ class StressReport:
 
     scenario: str
     params: dict[str, Any]
-    failures: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     measurements: dict[str, float] = field(default_factory=dict)
     incomplete: str = ""
     _ranks: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
-    _rules: list[str] = field(default_factory=list, repr=False)
-    """The rule of each failure, in the same order: data, never read back from the text."""
+
+    @property
+    def failures(self) -> list[str]:
+        """Each finding's text, in order (its message, then its evidence's lines)."""
+        return [_text(f) for f in self.findings]
 
     @property
     def ok(self) -> bool:
-        return not self.failures
+        return not self.findings
 
     @property
     def seed(self) -> int | None:
@@ -108,7 +125,7 @@ class StressReport:
     def rules(self) -> list[str]:
         """The rule of each failure once, in order (root cause first): a contract rule
         (``"R18"``), ``"stats"`` or ``"error"`` (see :meth:`fail`)."""
-        return list(dict.fromkeys(self._rules))
+        return list(dict.fromkeys(f.root or f.kind for f in self.findings))
 
     @property
     def contract_rules(self) -> tuple[str, ...]:
@@ -117,7 +134,33 @@ class StressReport:
 
     def contract_failures(self) -> list[str]:
         """The failures that are not ``stats`` notes (counters are not the contract)."""
-        return [f for f, rule in zip(self.failures, self._rules, strict=True) if rule != "stats"]
+        return [_text(f) for f in self.contract_findings()]
+
+    def contract_findings(self) -> tuple[Finding, ...]:
+        """The findings that are not ``stats`` notes, in order."""
+        return tuple(f for f in self.findings if f.kind != "stats")
+
+    def finding(
+        self,
+        adapter_spec: str = REFERENCE,
+        *,
+        rules: tuple[str, ...] = (),
+        reproducer: str | None = None,
+    ) -> Finding | None:
+        """The scenario's finding (``None``: no contract failure): the contract rules broken
+        (else *rules*, the scenario's own), the first failure as its message, the whole
+        report (:meth:`describe`) as its evidence, and *reproducer* (by default the Python
+        call that reruns it)."""
+        failures = self.contract_findings()
+        if not failures:
+            return None
+        return Finding(
+            self.contract_rules or rules,
+            "",
+            failures[0].message,
+            self.describe(adapter_spec),
+            self.python_call(adapter_spec) if reproducer is None else reproducer,
+        )
 
     def fail(
         self, rule: str, message: str, *, rank: int | None = None, at: int | None = None
@@ -143,8 +186,11 @@ class StressReport:
         key = (rank, at if at is not None else 1 << 62, len(self._ranks))
         i = bisect.bisect(self._ranks, key)
         self._ranks.insert(i, key)
-        self.failures.insert(i, text)
-        self._rules.insert(i, rule)
+        head, _, rest = text.partition("\n")
+        named = rule not in _NOT_RULES
+        self.findings.insert(
+            i, Finding((rule,) if named else (), "" if named else rule, first_line(head), rest)
+        )
 
     def stop_at_budget(self, what: str) -> None:
         """The stage's budget ran out during *what*: no verdict on the rest."""
@@ -191,4 +237,12 @@ class StressReport:
 
     def raise_if_failed(self, adapter_spec: str = REFERENCE, nodeid: str | None = None) -> None:
         if not self.ok:
-            raise StressFailure(self.describe(adapter_spec, nodeid))
+            text = self.describe(adapter_spec, nodeid)
+            # only counter notes failed: no contract finding, the first note is the finding
+            failed = self.finding(adapter_spec) or self.findings[0]
+            raise StressFailure(text, replace(failed, evidence=text))
+
+
+def _text(finding: Finding) -> str:
+    """A failure's text as :attr:`StressReport.failures` gives it."""
+    return finding.message + ("\n" + finding.evidence if finding.evidence else "")

@@ -26,9 +26,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
-from ..confirm import Seen, confirm
+from ..confirm import Run, confirm
 from ..factory import AdapterFactory, calibration_reference
-from ..outcome import REFERENCE_PASSED, CheckResult, StageContext, reference_also_failed
+from ..outcome import REFERENCE_PASSED, CheckResult, StageContext, Verdict, reference_also_failed
 from ..profiles import current_profile
 from .report import StressReport
 from .reproduce import STRESS
@@ -55,10 +55,6 @@ def planned(profile: str) -> list[tuple[str, tuple[str, ...]]]:
         (name, rules)
         for name, rules, _ in scenarios(0, quick=not current_profile(profile).stress_all)
     ]
-
-
-def _contract_failures(report: StressReport) -> list[str]:
-    return report.contract_failures()
 
 
 def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResult]:
@@ -117,7 +113,7 @@ def _judge(
     end: float,
 ) -> CheckResult:
     """One scenario's result: pass, a note, inconclusive, or a confirmed fail."""
-    failures = _contract_failures(report)
+    failures = report.contract_failures()
     notes = [f for f in report.failures if f not in failures]
     seconds = time.monotonic() - start
     if failures and run.advisory:
@@ -140,53 +136,45 @@ def _judge(
             )
             rules = ()  # it proved nothing about the rules either way
         return CheckResult("stress", name, rules, "pass", evidence, seconds=seconds)
-    found = report.contract_rules or rules
     replay = STRESS.command(name, ctx.seed, adapter_spec=ctx.adapter_spec)
-    detail = report.describe(ctx.adapter_spec)
+    finding = report.finding(ctx.adapter_spec, rules=rules, reproducer=replay)
+    assert finding is not None  # it has contract failures
     reference = calibration_reference(factory)
 
-    def again(adapter: AdapterFactory) -> Callable[[], Seen | None]:
-        def run_it() -> Seen | None:
+    def again(adapter: AdapterFactory) -> Callable[[], Run | None]:
+        def run_it() -> Run | None:
             if end - time.monotonic() < seconds + 0.5:
                 return None  # no budget left to run it: it would decide nothing
             shown = run(adapter, until=end)
             if shown.incomplete and not shown.contract_rules:
                 return None  # the budget ran out during the run
-            return Seen(bool(shown.contract_rules), tuple(shown.contract_rules),
-                        evidence=next(iter(_contract_failures(shown)), ""))  # fmt: skip
+            # a run that broke no contract rule passed (a call that raised is a note then)
+            return shown.contract_findings() if shown.contract_rules else ()
 
         return run_it
 
     judged = confirm(
-        Seen(True, tuple(found), evidence=failures[0]),
-        again(factory),
-        None if reference is None else again(reference),
-        tries=RERUNS,
+        finding, again(factory), None if reference is None else again(reference), tries=RERUNS
     )
     confirmation = f"reproduced {judged.reproduced} of {judged.reruns}"
-    if judged.why == "reference failed":
-        assert judged.reference is not None
-        return CheckResult(
-            "stress", name, found, "inconclusive",
-            reference_also_failed(failures[0], judged.reference.evidence),
-            detail=detail, replay=replay, seconds=time.monotonic() - start,
-            confirmation=confirmation,
+
+    def result(verdict: Verdict, evidence: str | None = None) -> CheckResult:
+        return CheckResult.of_finding(
+            "stress", name, verdict, finding, evidence=evidence,
+            seconds=time.monotonic() - start, confirmation=confirmation,
         )  # fmt: skip
+
+    if judged.why == "reference failed":
+        assert judged.reference
+        return result(
+            "inconclusive", reference_also_failed(finding.message, judged.reference[0].message)
+        )
     if judged.verdict == "fail":
         confirmation += REFERENCE_PASSED if judged.reference_passed else ""
-        return CheckResult(
-            "stress", name, found, "fail", failures[0],
-            detail=detail, replay=replay, seconds=time.monotonic() - start,
-            confirmation=confirmation,
-        )  # fmt: skip
+        return result("fail")
     why = (
         f"{judged.reruns} re-run(s) with the same seed did not fail that way"
         if judged.reruns
         else "no budget was left to re-run it"
     )
-    return CheckResult(
-        "stress", name, found, "inconclusive",
-        f"did not reproduce: {failures[0]} — {why}",
-        detail=detail, replay=replay, seconds=time.monotonic() - start,
-        confirmation=confirmation,
-    )  # fmt: skip
+    return result("inconclusive", f"did not reproduce: {finding.message} — {why}")

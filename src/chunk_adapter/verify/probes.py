@@ -14,14 +14,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..bed.stack import Bed, SlowFactory
 from ..bed.waiting import STOP_RULES, Hang, call_bounded, holds_for, stopping, wait_until
-from ..confirm import PASSED, Confirmed, Seen, confirm
+from ..confirm import Confirmed, Run, confirm
 from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
 from ..factory import AdapterFactory, calibration_reference
+from ..finding import Finding, first_line
 from ..history import BuildCall
 from ..oracles.violations import ContractViolation, rules_in_order
 from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, suite_error
@@ -40,6 +42,9 @@ STOP_IDLE = 0.5  # s: idle stop() should take well under 0.1 s (R18)
 STOP_BLOCKED = UNKNOWN_JOIN_STOP_BOUND
 
 Probe = Callable[[AdapterFactory], None]
+Ran = tuple[str, str, tuple[str, ...], str]
+"""One run of a check: ``(verdict, evidence, rules, detail)``."""
+Check = Callable[[AdapterFactory], Ran]
 
 
 def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
@@ -228,37 +233,39 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     return "fail", f"the adapter raised {exc!r}", ()
 
 
-Check = Callable[[AdapterFactory], tuple[str, str, tuple[str, ...], str]]
+def _shown(name: str, ran: Ran) -> Run:
+    """What a run of the check *name* showed, as :func:`~chunk_adapter.confirm.confirm`
+    compares it: its finding when it failed (:func:`_found`), else none."""
+    verdict, evidence, rules, detail = ran
+    return (_found(name, evidence, rules, detail),) if verdict == "fail" else ()
 
 
-def _seen(
-    verdict: str, evidence: str, rules: tuple[str, ...], *, decided_only: bool = False
-) -> Seen | None:
-    """A check's run as :func:`~chunk_adapter.confirm.confirm` compares it (``None`` for an
-    inconclusive one with *decided_only*: the reference's run then says nothing)."""
-    if decided_only and verdict not in ("pass", "fail"):
-        return None
-    failed = verdict == "fail"
-    return Seen(failed, rules if failed else (), kinds=(verdict,), evidence=evidence)
+def _found(
+    name: str, evidence: str, rules: tuple[str, ...], detail: str, replay: str | None = None
+) -> Finding:
+    """A failure of the check *name* as a :class:`~chunk_adapter.finding.Finding`. Its kind
+    is the check: a failure naming no rule (the adapter raising) is the same failure as
+    any failure of that check again."""
+    return Finding(rules, name, first_line(evidence), detail, replay)
 
 
 def _example_check(example: Callable[[AdapterFactory], ExampleOutcome]) -> Check:
-    def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
+    def run(factory: AdapterFactory) -> Ran:
         try:
             outcome = example(factory)
         except Exception as exc:  # AssertionError or Hang: a finding; anything else: it raised
             verdict, evidence, rules = _finding(exc, ())
             return verdict, evidence, rules, ""
-        if outcome.ok:
+        found = outcome.finding
+        if found is None:
             return "pass", outcome.title, outcome.rules, "\n".join(outcome.lines)
-        evidence = "; ".join(str(problem) for problem in outcome.problems)
-        return "fail", evidence, outcome.broken or outcome.rules, "\n".join(outcome.lines)
+        return "fail", found.message, found.rules, found.evidence
 
     return run
 
 
 def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
-    def run(factory: AdapterFactory) -> tuple[str, str, tuple[str, ...], str]:
+    def run(factory: AdapterFactory) -> Ran:
         try:
             probe(factory)
         except Exception as exc:  # AssertionError or Hang: a finding; anything else: it raised
@@ -269,15 +276,30 @@ def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
     return run
 
 
-def _confirm(check: Check, factory: AdapterFactory, first: Seen) -> Confirmed:
+def _confirm(
+    check: Check, factory: AdapterFactory, first: Finding
+) -> tuple[Confirmed, dict[str, Ran]]:
     """*first*, a failure of *check*, confirmed on fresh adapters and calibrated on the
-    reference (:mod:`chunk_adapter.confirm`)."""
+    reference (:mod:`chunk_adapter.confirm`); with the last run of each (``"adapter"``,
+    ``"reference"``), whose evidence the report quotes."""
     reference = calibration_reference(factory)
-    return confirm(
+    runs: dict[str, Ran] = {}
+
+    def again(adapter: AdapterFactory, who: str) -> Callable[[], Run | None]:
+        def run_it() -> Run | None:
+            runs[who] = ran = check(adapter)
+            if who == "reference" and ran[0] not in ("pass", "fail"):
+                return None  # the reference's run did not decide: it says nothing
+            return _shown(first.kind, ran)
+
+        return run_it
+
+    judged = confirm(
         first,
-        lambda: _seen(*check(factory)[:3]),
-        None if reference is None else lambda: _seen(*check(reference)[:3], decided_only=True),
+        again(factory, "adapter"),
+        None if reference is None else again(reference, "reference"),
     )
+    return judged, runs
 
 
 def run_probes(
@@ -309,32 +331,42 @@ def run_probes(
         announce(name)
         start = time.monotonic()
         verdict, evidence, rules, detail = check(factory)
-        confirmation = ""
-        if verdict == "fail":
-            judged = _confirm(
-                check, factory, Seen(True, rules, kinds=(verdict,), evidence=evidence)
-            )
-            if judged.verdict == "fail":
-                confirmation = "ran the check again on fresh adapters: failed the same way"
-                confirmation += REFERENCE_PASSED if judged.reference_passed else ""
-            elif judged.why == "reference failed":
-                assert judged.reference is not None
-                verdict = "inconclusive"
-                evidence = reference_also_failed(evidence, judged.reference.evidence)
-            else:
-                again = judged.again or PASSED
-                verdict = "inconclusive"
-                evidence = (
-                    f"seen once, not confirmed on a second run (which gave "
-                    f"{again.kind}{': ' + again.evidence if again.kind != 'pass' else ''}): "
-                    f"{evidence}"
-                )
-        yield CheckResult(
-            "examples", name, rules, verdict, evidence,  # type: ignore[arg-type]
-            detail=detail if verdict != "pass" else "",
-            replay=replay if verdict == "fail" else None,
-            seconds=time.monotonic() - start,
-            confirmation=confirmation,
-        )  # fmt: skip
-        if verdict == "fail" and not keep_going:
+        if verdict != "fail":
+            yield CheckResult(
+                "examples", name, rules, verdict, evidence,  # type: ignore[arg-type]
+                detail=detail if verdict != "pass" else "", seconds=time.monotonic() - start,
+            )  # fmt: skip
+            continue
+        first = _found(name, evidence, rules, detail, replay)
+        result = _judge(check, factory, name, first, evidence, start)
+        yield result
+        if result.verdict == "fail" and not keep_going:
             return
+
+
+def _judge(
+    check: Check, factory: AdapterFactory, name: str, first: Finding, evidence: str, start: float
+) -> CheckResult:
+    """The result of the check *name* that failed: *first* confirmed (``fail``), or
+    ``inconclusive``. *evidence* is the check's own, whole (its first line is the
+    finding's message: a contract violation of several rules lists each on a line)."""
+    judged, runs = _confirm(check, factory, first)
+    if judged.verdict == "fail":
+        confirmation = "ran the check again on fresh adapters: failed the same way"
+        confirmation += REFERENCE_PASSED if judged.reference_passed else ""
+        return CheckResult.of_finding(
+            "examples", name, "fail", first, evidence=evidence,
+            seconds=time.monotonic() - start, confirmation=confirmation,
+        )  # fmt: skip
+    if judged.why == "reference failed":
+        evidence = reference_also_failed(evidence, runs["reference"][1])
+    else:
+        verdict, said = runs["adapter"][:2]
+        evidence = (
+            f"seen once, not confirmed on a second run (which gave "
+            f"{verdict}{': ' + said if verdict != 'pass' else ''}): {evidence}"
+        )
+    return CheckResult.of_finding(
+        "examples", name, "inconclusive", replace(first, reproducer=None),
+        evidence=evidence, seconds=time.monotonic() - start,
+    )  # fmt: skip

@@ -14,10 +14,11 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...factory import reference_factory
+from ...finding import Finding
 from ..scenarios.scenario import Scenario
 from ..strategies import ReplayStrategy, Strategy
 from .checks import default_checker, default_wrap
@@ -31,7 +32,15 @@ _DEFAULT = object()
 
 
 class ExplorationFailed(AssertionError):
-    """An execution broke the contract, deadlocked, livelocked or crashed."""
+    """An execution broke the contract, deadlocked, livelocked or crashed; the message is
+    the whole report, ``finding`` the failure (:attr:`Report.finding`)."""
+
+    def __init__(self, message: str, finding: Finding) -> None:
+        super().__init__(message)
+        self.finding = finding
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles with its finding
+        return (type(self), (str(self), self.finding))
 
 
 @dataclass
@@ -90,9 +99,17 @@ class Report:
             return self.summary()
         return describe(self.failure, self.strategy, self.executions, self.factory_spec)
 
+    @property
+    def finding(self) -> Finding | None:
+        """The failing execution's finding (:attr:`.result.Execution.finding`), the whole
+        failure report as its evidence; ``None``: nothing failed."""
+        found = None if self.failure is None else self.failure.finding
+        return None if found is None else replace(found, evidence=self.describe_failure())
+
     def raise_if_failed(self) -> None:
-        if self.failure is not None:
-            raise ExplorationFailed(self.describe_failure())
+        finding = self.finding
+        if finding is not None:
+            raise ExplorationFailed(finding.evidence, finding)
 
 
 def describe(execution: Execution, strategy: str, executions: int, factory_spec: str) -> str:

@@ -1,22 +1,36 @@
-"""What one execution did (:class:`Execution`), and which failures are no verdict on the
-adapter (:data:`NOT_CONTROLLED`): the record every part of the engine and the stages read."""
+"""What one execution did (:class:`Execution`), which failures are no verdict on the
+adapter (:data:`NOT_CONTROLLED`), and which rules its failures break (:func:`failure_rules`):
+the record every part of the engine and the stages read."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...finding import Finding, first_line, rules_of
 from ...history import History
+from ...rules import R17, R18, R20, R22
 from ..runtime.controller import Failure, Step
 from ..scenarios.pipeline import Hop
 from ..scenarios.scenario import Scenario
 
-__all__ = ["NOT_CONTROLLED", "Execution"]
+__all__ = ["KIND_RULES", "NOT_CONTROLLED", "Execution", "failure_rules"]
 
 NOT_CONTROLLED = ("uncontrolled", "diverged", "factory", "too long")
 """Failure kinds that say the run was not under the explorer's control, that the factory
 could not build the adapter (nothing was driven yet), or that an execution outgrew the step
 budget while the adapter kept sleeping at its pace: never a violation."""
+KIND_RULES = {"deadlock": R20, "hang": R18, "livelock": R17, "crash": R22}
+"""The rule of each explorer failure that is not an oracle's violation (those carry theirs)."""
+
+
+def failure_rules(failures: list[Failure]) -> tuple[str, ...]:
+    """The rules *failures* break, root first: the oracles' (carried by each violation),
+    else the rule of each failure kind (:data:`KIND_RULES`)."""
+    found = rules_of(f.finding for f in failures)
+    if not found:
+        found = tuple(dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES))
+    return found
 
 
 @dataclass
@@ -53,3 +67,20 @@ class Execution:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def finding(self) -> Finding | None:
+        """The execution's failure as every driver reports one (``None``: it passed): the
+        rules of all its failures (:func:`failure_rules`), the first one's kind and message
+        (``"[deadlock] ..."``), every failure's text as the evidence, and the schedule that
+        replays it (with the scenario: :func:`.explorer.replay`)."""
+        if not self.failures:
+            return None
+        first = self.failures[0]
+        return Finding(
+            failure_rules(self.failures),
+            first.kind,
+            f"[{first.kind}] {first_line(first.message)}",
+            "\n".join(f"[{f.kind}] {f.message}" for f in self.failures),
+            self.schedule,
+        )

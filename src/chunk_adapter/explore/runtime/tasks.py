@@ -18,11 +18,12 @@ import sys
 import threading
 import traceback
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from ...confirm import Seen
+from ...confirm import Run
+from ...finding import Finding, first_line
 from . import real
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
     "creeping_deadline",
     "foreign",
     "livelock",
-    "seen",
+    "shown",
     "stuck",
     "task_failure",
     "too_long",
@@ -163,6 +164,12 @@ class Failure:
     message: str
     rules: tuple[str, ...] = ()
 
+    @property
+    def finding(self) -> Finding:
+        """This failure as every driver reports one: its rules (as the oracle found them),
+        its kind, its message's first line, and the whole message as its evidence."""
+        return Finding(self.rules, self.kind, first_line(self.message), self.message)
+
 
 def signature(failure: Failure) -> str:
     """What must fail again for "the same failure": a violation's root rule, else its kind."""
@@ -171,13 +178,13 @@ def signature(failure: Failure) -> str:
     return failure.kind
 
 
-def seen(failures: list[Failure]) -> Seen:
-    """*failures* as :mod:`chunk_adapter.confirm` compares them: each one's
-    :func:`signature`, a violation's as a rule, any other's as a kind."""
-    rules = tuple(dict.fromkeys(signature(f) for f in failures if f.kind == "violation"))
-    kinds = tuple(dict.fromkeys(signature(f) for f in failures if f.kind != "violation"))
-    evidence = failures[0].message.splitlines()[0] if failures and failures[0].message else ""
-    return Seen(bool(failures), rules, kinds, evidence)
+def shown(failures: list[Failure]) -> Run:
+    """*failures* as :mod:`chunk_adapter.confirm` compares them: each one's finding with its
+    :func:`signature` alone, a violation's as its rule (its consequences are the root's
+    to show), any other's as its kind."""
+    return tuple(
+        replace(f.finding, rules=(signature(f),) if f.kind == "violation" else ()) for f in failures
+    )
 
 
 def as_failure(found: str | Failure) -> Failure:

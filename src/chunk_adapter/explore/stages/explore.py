@@ -30,21 +30,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
-from ...confirm import PASSED, Seen, confirm
+from ...confirm import PASSED, Run, confirm
 from ...errors import InvalidValue
 from ...factory import AdapterFactory
+from ...finding import first_line, rules_of
 from ...oracles import accepted
 from ...outcome import CheckResult, StageContext
 from ...profiles import current_profile
-from ...rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20, R22
+from ...rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R18, R20
 from ..control.plan import Control, plan_control
 from ..engine.explorer import Report, explore, replay
 from ..engine.reproduce import EXPLORE
 from ..engine.result import NOT_CONTROLLED, Execution
 from ..runtime.carriers import CONFIRM_RUNTIME
-from ..runtime.controller import Failure
-from ..runtime.tasks import seen
+from ..runtime.tasks import shown
 from ..scenarios.library import LIBRARY, VERIFY
 from ..strategies import PctStrategy, RandomStrategy, SectionStrategy, Strategy
 from .cause import Passes, in_explorer, root_of
@@ -52,8 +53,6 @@ from .proofs import proof_plan, proof_reserve, prove_stage
 
 __all__ = ["plan", "run_stage"]
 
-# Rules for explorer failures that are not oracle violations (those carry theirs).
-KIND_RULES = {"deadlock": R20, "hang": R18, "livelock": R17, "crash": R22}
 RESERVE = 0.1  # share of the time left kept for confirming a failure and reporting
 STRATEGIES = ("pct", "random", "sections")
 STEPS_PER_EXECUTION = 20_000
@@ -204,16 +203,19 @@ def _judge(
         why = next(f for f in failed.failures if f.kind in NOT_CONTROLLED)
         return CheckResult(
             "explore", label, (), "inconclusive",
-            f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
+            f"[{why.kind}] not a verdict on the adapter: {first_line(why.message)} "
             f"(control: {control.describe()})",
             detail=report.describe_failure(), seconds=report.seconds,
             coverage=f"{done} (stopped at an execution it could not control)",
         )  # fmt: skip
     command = _replay_command(scenario.name, failed.schedule, ctx)
+    found = report.finding
+    assert found is not None  # the report failed
+    finding = replace(found, reproducer=command)
     start = time.perf_counter()
     replays: list[Execution] = []
 
-    def rerun() -> Seen | None:
+    def rerun() -> Run | None:
         again = replay(
             scenario,
             failed.schedule,
@@ -225,39 +227,39 @@ def _judge(
         replays.append(again)
         if any(f.kind == "uncontrolled" for f in again.failures):
             return None  # a thread it cannot control: the replay decides nothing
-        return seen(again.failures)
+        return shown(again.failures)
 
-    judged = confirm(seen(failed.failures[:1]), rerun)  # no reference: a schedule is exact
+    # no reference: a schedule is exact
+    judged = confirm(shown(failed.failures[:1])[0], rerun)
     seconds = report.seconds + time.perf_counter() - start
     lost = next((f for f in replays[-1].failures if f.kind == "uncontrolled"), None)
     if lost is not None:  # the replay saw what the run did not: a thread it cannot control
-        return CheckResult(
-            "explore", label, (), "inconclusive",
-            f"[{lost.kind}] not a verdict on the adapter: {_first_line(lost.message)} "
+        return CheckResult.of_finding(
+            "explore", label, "inconclusive", finding, rules=(),
+            evidence=f"[{lost.kind}] not a verdict on the adapter: {first_line(lost.message)} "
             f"(seen when the failure was replayed on threads; control: {control.describe()})",
-            detail=report.describe_failure(), replay=command, seconds=seconds,
-            confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}",
+            seconds=seconds, confirmation=f"replayed once on {CONFIRM_RUNTIME}s: {lost.kind}",
             coverage=f"{done} (stopped at an execution it could not control)",
         )  # fmt: skip
     if judged.verdict != "fail":
-        shown = judged.again or PASSED
-        got = ", ".join((*shown.rules, *shown.kinds)) or "no failure"
-        return CheckResult(
-            "explore", label, (), "inconclusive",
-            f"[{first.kind}] did not reproduce on replay (got {got}): nondeterminism outside "
-            "the explorer's control, e.g. a thread it does not run, real time or randomness "
-            f"in the adapter (control: {control.describe()}); first run: "
-            f"{_first_line(first.message)}",
-            detail=report.describe_failure(), replay=command, seconds=seconds,
+        shown_again = judged.again or PASSED
+        kinds = [f.kind for f in shown_again if not f.rules]  # failures without a rule
+        got = ", ".join((*rules_of(shown_again), *dict.fromkeys(kinds))) or "no failure"
+        return CheckResult.of_finding(
+            "explore", label, "inconclusive", finding, rules=(),
+            evidence=f"[{first.kind}] did not reproduce on replay (got {got}): nondeterminism "
+            "outside the explorer's control, e.g. a thread it does not run, real time or "
+            f"randomness in the adapter (control: {control.describe()}); first run: "
+            f"{first_line(first.message)}",
+            seconds=seconds,
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
             coverage=f"{done} (stopped at a failure that did not replay)",
         )  # fmt: skip
-    root = root_of(scenario, _rules(failed.failures), again or (lambda script: None))
+    root = root_of(scenario, finding.rules, again or (lambda script: None))
     seconds = report.seconds + time.perf_counter() - start
-    return CheckResult(
-        "explore", label, root.rules, "fail",
-        root.evidence(f"[{first.kind}] {_first_line(first.message)}"),
-        detail=report.describe_failure(), replay=command, seconds=seconds,
+    return CheckResult.of_finding(
+        "explore", label, "fail", replace(finding, rules=root.rules),
+        evidence=root.evidence(finding.message), seconds=seconds,
         confirmation=f"replayed once on {CONFIRM_RUNTIME}s: failed again", coverage=coverage,
     )  # fmt: skip
 
@@ -271,19 +273,6 @@ def _slow(report: Report) -> str:
         f" (each execution took {each:.1f} s of real time: the adapter may wait on something "
         "the explorer cannot see, such as a primitive made at import or a socket)"
     )
-
-
-def _rules(failures: list[Failure]) -> tuple[str, ...]:
-    """The rules *failures* break, root first: the oracles' (carried by each violation),
-    else the rule of each failure kind (:data:`KIND_RULES`)."""
-    found = dict.fromkeys(rule for f in failures for rule in f.rules)
-    if not found:
-        found = dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES)
-    return tuple(found)
-
-
-def _first_line(message: str) -> str:
-    return message.splitlines()[0] if message else ""
 
 
 def _replay_command(name: str, schedule: str, ctx: StageContext) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from ...bed.waiting import call_in_thread
@@ -36,6 +37,7 @@ from ...factory import (
     known_options,
     reference_factory,
 )
+from ...finding import Finding, first_line
 from ...history import ConnectorOp
 from ...outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ...profiles import current_profile, example_database
@@ -44,7 +46,7 @@ from ..control.plan import plan_control
 from ..engine.execution import prepared
 from ..engine.explorer import describe
 from ..engine.reproduce import SIM
-from ..engine.result import Execution
+from ..engine.result import Execution, failure_rules
 from ..engine.simulate import (
     JUDGED_WRONG,
     STOPS_THE_RUN,
@@ -57,12 +59,11 @@ from ..engine.simulate import (
     simulate,
 )
 from ..runtime.carriers import CONFIRM_RUNTIME
-from ..runtime.tasks import Failure, seen
+from ..runtime.tasks import Failure, shown
 from ..scenarios.codec import encode
 from ..scenarios.scenario import Scenario, fail_put, load, save, settle, stop
 from ..strategies import RandomStrategy
 from .cause import in_worlds, root_of
-from .explore import _first_line, _rules
 
 __all__ = ["CHECK", "RULES", "as_pytest", "plan", "run_stage"]
 
@@ -184,7 +185,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         why = next(f for f in sim.stopped.failures if f.kind in STOPS_THE_RUN)
         yield CheckResult(
             "simulate", CHECK, (), "inconclusive",
-            f"[{why.kind}] not a verdict on the adapter: {_first_line(why.message)} "
+            f"[{why.kind}] not a verdict on the adapter: {first_line(why.message)} "
             f"(control: {control.describe()})",
             detail=_describe(sim.stopped, ctx), seconds=sim.seconds, coverage=coverage,
         )  # fmt: skip
@@ -218,7 +219,7 @@ def _no_failure(sim: Simulation, planned: int, coverage: str, spec: str) -> Chec
             f"no confirmed failure, but the adapter failed {sim.skipped[JUDGED_WRONG]} "
             "world(s) that the reference adapter fails too: the suite judged them wrongly, "
             "so they decide nothing; please report the replay string. The first: "
-            f"{_first_line(bad.execution.failures[0].message)}",
+            f"{first_line(bad.execution.failures[0].message)}",
             replay=SIM.command(encode(bad.world), bad.execution.schedule, adapter_spec=spec),
             seconds=sim.seconds, coverage=coverage,
         )  # fmt: skip
@@ -259,7 +260,7 @@ def _judge(
             candidate.world, candidate.execution.schedule, factory,
             wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
         )  # fmt: skip
-        if same_failure(seen(candidate.execution.failures[:1]), seen(again.failures)):
+        if same_failure(shown(candidate.execution.failures[:1])[0], shown(again.failures)):
             confirmed = candidate
             break
         lost = lost or next((f for f in again.failures if f.kind == "uncontrolled"), None)
@@ -268,21 +269,29 @@ def _judge(
     first = failed.failures[0]
     world = (confirmed or sim.found).world
     command = SIM.command(encode(world), failed.schedule, adapter_spec=ctx.adapter_spec)
+
+    def found(detail: str | None = None) -> Finding:
+        """The failure as it stands (calibrating may pick the world as drawn instead)."""
+        finding = failed.finding
+        assert finding is not None  # a failing world's execution
+        detail = _describe(failed, ctx) if detail is None else detail
+        return replace(finding, evidence=detail, reproducer=command)
+
     if confirmed is None and lost is not None:
-        return CheckResult(
-            "simulate", CHECK, (), "inconclusive",
-            f"[{lost.kind}] not a verdict on the adapter: {_first_line(lost.message)} (seen "
-            f"when the failure was replayed on {CONFIRM_RUNTIME}s)",
-            detail=_describe(failed, ctx), replay=command, seconds=seconds,
-            confirmation=f"replayed on {CONFIRM_RUNTIME}s: {lost.kind}", coverage=coverage,
+        return CheckResult.of_finding(
+            "simulate", CHECK, "inconclusive", found(), rules=(),
+            evidence=f"[{lost.kind}] not a verdict on the adapter: {first_line(lost.message)} "
+            f"(seen when the failure was replayed on {CONFIRM_RUNTIME}s)",
+            seconds=seconds, confirmation=f"replayed on {CONFIRM_RUNTIME}s: {lost.kind}",
+            coverage=coverage,
         )  # fmt: skip
     if confirmed is None:
-        return CheckResult(
-            "simulate", CHECK, (), "inconclusive",
-            f"[{first.kind}] did not reproduce on replay: nondeterminism outside the "
+        return CheckResult.of_finding(
+            "simulate", CHECK, "inconclusive", found(), rules=(),
+            evidence=f"[{first.kind}] did not reproduce on replay: nondeterminism outside the "
             f"explorer's control (real time, a thread it does not run, randomness in the "
-            f"adapter); first run: {_first_line(first.message)}",
-            detail=_describe(failed, ctx), replay=command, seconds=seconds,
+            f"adapter); first run: {first_line(first.message)}",
+            seconds=seconds,
             confirmation=f"replayed on {CONFIRM_RUNTIME}s: did not fail the same way",
             coverage=coverage,
         )  # fmt: skip
@@ -296,7 +305,7 @@ def _judge(
                 wall_timeout=wall, substitute=substitute, runtime=CONFIRM_RUNTIME,
             )  # fmt: skip
             if (
-                same_failure(seen(sim.first.execution.failures[:1]), seen(again.failures))
+                same_failure(shown(sim.first.execution.failures[:1])[0], shown(again.failures))
                 and reference_fails(sim.first.world, wall_timeout=wall) is None
             ):
                 bad, confirmed = None, sim.first
@@ -305,24 +314,23 @@ def _judge(
                 command = SIM.command(encode(world), failed.schedule, adapter_spec=ctx.adapter_spec)
         seconds = sim.seconds + time.monotonic() - start
         if bad is not None:
-            return CheckResult(
-                "simulate", CHECK, (), "inconclusive",
-                "not a verdict on the adapter: the reference adapter fails the same world "
-                f"([{bad.failures[0].kind}] {_first_line(bad.failures[0].message)}), so the "
-                "suite judged this world wrongly; please report it with the replay string. "
-                f"The adapter's failure: {_first_line(first.message)}",
-                detail=_describe(failed, ctx), replay=command, seconds=seconds,
-                confirmation=confirmation, coverage=coverage,
+            return CheckResult.of_finding(
+                "simulate", CHECK, "inconclusive", found(), rules=(),
+                evidence="not a verdict on the adapter: the reference adapter fails the same "
+                f"world ([{bad.failures[0].kind}] {first_line(bad.failures[0].message)}), so "
+                "the suite judged this world wrongly; please report it with the replay "
+                f"string. The adapter's failure: {first_line(first.message)}",
+                seconds=seconds, confirmation=confirmation, coverage=coverage,
             )  # fmt: skip
         confirmation += REFERENCE_PASSED
     ops = _sizes(sim)
     counter = in_worlds(world, factory, seed=ctx.seed, substitute=tuple(ctx.substitute), wall=wall)
-    root = root_of(world, _rules(failed.failures), counter)
+    root = root_of(world, failure_rules(failed.failures), counter)
+    finding = found(_describe(failed, ctx, world, ops, root.rules))
     seconds = sim.seconds + time.monotonic() - start
-    return CheckResult(
-        "simulate", CHECK, root.rules, "fail",
-        root.evidence(f"[{first.kind}] {_first_line(first.message)}"),
-        detail=_describe(failed, ctx, world, ops, root.rules), replay=command, seconds=seconds,
+    return CheckResult.of_finding(
+        "simulate", CHECK, "fail", replace(finding, rules=root.rules),
+        evidence=root.evidence(finding.message), seconds=seconds,
         confirmation=confirmation, coverage=coverage,
         extra={"scheduler_ops": confirmed.size[0], "first_ops": sim.first.size[0]},
     )  # fmt: skip
@@ -353,7 +361,10 @@ def _describe(
             "while the bug is there):",
             f"{PASTE_BEGIN}test_world.py -----",
             as_pytest(
-                world, execution.schedule, ctx.adapter_spec, rules or _rules(execution.failures)
+                world,
+                execution.schedule,
+                ctx.adapter_spec,
+                rules or failure_rules(execution.failures),
             ),
             PASTE_END,
         ]
