@@ -197,7 +197,10 @@ def _fifo_options(kwargs: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("cls", "rules", "world", "long_haul"),
     [
-        (FinalGivesUpAfterASecond, {R11, R23}, "long world", 30),
+        # ~90 s on two cores (its long worlds run outages out): slow, to keep CI under 15 min
+        pytest.param(
+            FinalGivesUpAfterASecond, {R11, R23}, "long world", 30, marks=pytest.mark.slow
+        ),
         pytest.param(HandsOutSixteen, {R14, R23}, "long world", 30, marks=pytest.mark.slow),
         (ForgetsPastEight, {R4, R5, R9, R23}, "wide world", 30),
         # one wide world in ten has nine receivers stuck at once for long enough: the
