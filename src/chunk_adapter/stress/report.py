@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 from ..factory import REFERENCE
-from ..finding import Finding, first_line
+from ..finding import Finding
 from ..outcome import RULES
 from ..rules import R3, R18, R22, R23
 
@@ -189,7 +189,7 @@ class StressReport:
         head, _, rest = text.partition("\n")
         named = rule not in _NOT_RULES
         self.findings.insert(
-            i, Finding((rule,) if named else (), "" if named else rule, first_line(head), rest)
+            i, Finding((rule,) if named else (), "" if named else rule, head, rest)
         )
 
     def stop_at_budget(self, what: str) -> None:
