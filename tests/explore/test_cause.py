@@ -80,8 +80,9 @@ def test_the_root_moves_only_where_a_counterfactual_passes_and_the_oracle_saw_a_
     s = script(load("r"), cleanup("r"), load("r"))
     asked: list[tuple[Any, ...]] = []
 
-    def passes(changed: Scenario) -> str | None:
+    def passes(changed: Scenario, only: tuple[str, ...] | None) -> str | None:
         asked.append(changed.ops)
+        assert only is None  # settling a cleanup may change what is received: it must pass
         return "3 of 3 executions"
 
     root = root_of(s, (R2, R14), passes)
@@ -89,7 +90,7 @@ def test_the_root_moves_only_where_a_counterfactual_passes_and_the_oracle_saw_a_
     assert "root R16" in root.why and "not R2" in root.why and "3 of 3" in root.why
     assert asked == [(load("r"), settle(), cleanup("r"), load("r"))]  # the reload one: n/a
 
-    assert root_of(s, (R2, R14), lambda changed: None).rules == (R2, R14)  # it failed too
+    assert root_of(s, (R2, R14), lambda changed, only: None).rules == (R2, R14)  # it failed too
     assert root_of(s, (R4,), passes).rules == (R4,)  # a snapshot is no fence's symptom
     assert root_of(s, (R16, R2), passes).rules == (R16, R2)  # already the root
     assert root_of(s, (), passes).rules == ()
@@ -103,7 +104,7 @@ def test_the_cancel_counterfactual_leaves_the_cancels_out() -> None:
     assert changed.ops == (save("r", 0), save("r", 1, True), save("r", 2))
     assert CANCELS.of(script(save("r", 0, True))) is None
     # a chunk dropped with nothing to explain it (R5) that needs the cancel is R6's
-    assert root_of(s, (R5,), lambda changed: "20 of 20").rules == (R6, R5)
+    assert root_of(s, (R5,), lambda changed, only: "20 of 20").rules == (R6, R5)
 
 
 @pytest.mark.rule("R12")
@@ -113,7 +114,7 @@ def test_a_rule_the_oracle_names_among_the_consequences_is_the_only_one_asked() 
     s = script(load("r"), load("r"), cleanup("r"), load("r"))
     asked: list[tuple[Any, ...]] = []
 
-    def passes(changed: Scenario) -> str | None:
+    def passes(changed: Scenario, only: tuple[str, ...] | None) -> str | None:
         asked.append(changed.ops)
         return None if changed.ops == RELOADS.change(s) else "60 of 60"
 
@@ -161,3 +162,82 @@ def test_the_explore_stage_names_the_fence_where_the_oracle_sees_a_chunk_out_of_
     assert "root R16" in result.evidence and "settled" in result.evidence
     # the library script itself is left alone: the counterfactual is a new script
     assert cleanup("r") in LIBRARY[name].ops and settle() not in LIBRARY[name].ops
+
+
+class OneChunkPerLoad(ChunkAdapter):
+    """``load_async`` arms one fetch, and each committed chunk waits in one slot per
+    request. BUG (R12): a ``load_async`` of a registered request arms another fetch —
+    an adapter that needs it to go on, as vllm-omni's does (its scheduler re-arms a
+    request after each chunk), and whose second fetch overwrites the slot (R14)."""
+
+    def load_async(self, request_id: str) -> None:
+        with self._recv_cond:
+            token = self._tokens.get(request_id)
+            if token is not None:
+                self._check_running("load_async")
+                self._queue.append((request_id, token))  # BUG (R12): one more fetch
+                self._recv_signal += 1
+                self._recv_cond.notify()
+                return
+        super().load_async(request_id)
+
+    def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
+        progress = super()._poll_one(request_id, token, key, chunk_id)
+        if progress:
+            with self._recv_lock:
+                if (request_id, token) in self._queue:
+                    self._queue.remove((request_id, token))  # one chunk per load_async
+                ready = self._ready.get(request_id)
+                if ready:
+                    del ready[:-1]  # one slot: the newest chunk overwrites the one waiting
+        return progress
+
+
+def one_chunk_per_load(connector: Any, **kwargs: Any) -> OneChunkPerLoad:
+    return OneChunkPerLoad(connector, **kwargs)
+
+
+@pytest.mark.rule("R12")
+def test_a_reload_that_must_change_nothing_is_the_root_though_the_script_without_it_fails() -> None:
+    # the library script loads r a second time; with it this adapter hands out chunk 1 as
+    # the registration's first (R14), without it it never fetches chunk 1 (R23). A
+    # reload changes nothing by R12, so a script without it that never fails as found
+    # shows the reload changed what broke: R12 is the root, though that script fails
+    name = "pipeline/q4-receiver-finished"
+    spec = f"{__name__}:one_chunk_per_load"
+    ctx = StageContext(
+        spec, "quick", 0, 60.0, f"chunk-adapter verify --adapter {spec}",
+        deadline=time.monotonic() + 60.0, only=(f"{name} / pct",),
+    )  # fmt: skip
+    results = list(run_stage(load_factory(spec), ctx))
+    (result,) = (r for r in results if r.name == f"{name} / pct")
+    assert result.verdict == "fail", result.evidence
+    assert result.rules[0] == R12, result.evidence
+    assert R14 in result.rules[1:], result.rules
+    assert "never fails so" in result.evidence and "failed otherwise (R23" in result.evidence
+
+
+@pytest.mark.rule("R12")
+def test_only_a_counterfactual_the_contract_says_changes_nothing_may_fail_otherwise() -> None:
+    s = script(load("r"), save("r", 0), load("r"), cleanup("r"))
+    asked: list[tuple[Any, tuple[str, ...] | None]] = []
+
+    def passes(changed: Scenario, only: tuple[str, ...] | None) -> str | None:
+        asked.append((changed.ops, only))
+        return "60 of 60, none failed with R14; some failed otherwise (R23)" if only else None
+
+    root = root_of(s, (R14,), passes)
+    assert root.rules == (R12, R14)
+    assert "never fails so" in root.why and "makes no difference" in root.why
+    assert asked == [(RELOADS.change(s), (R14,))]  # asked with the failure's rules
+    # a cleanup settled first: where a get consumes the value, the next registration may
+    # find other values, so the script must pass outright; where gets keep values it
+    # finds the same ones, and the failure's rules are asked
+    fenced = (load("r"), save("r", 0), cleanup("r"))
+    asked.clear()
+    assert root_of(script(*fenced), (R14,), passes).rules == (R14,)
+    assert asked == [((load("r"), save("r", 0), settle(), cleanup("r")), None)]
+    asked.clear()
+    keeping = Scenario("s", fenced, consume_on_get=False)
+    assert root_of(keeping, (R14,), passes).rules == (R16, R14)
+    assert asked == [((load("r"), save("r", 0), settle(), cleanup("r")), (R14,))]

@@ -25,7 +25,13 @@ from chunk_adapter.errors import InvalidValue  # noqa: E402
 from chunk_adapter.explore.engine.execution import prepared  # noqa: E402
 from chunk_adapter.explore.engine.result import Execution  # noqa: E402
 from chunk_adapter.explore.engine.retained import reachable_names  # noqa: E402
-from chunk_adapter.explore.engine.simulate import run_world, sim_setup, simulate  # noqa: E402
+from chunk_adapter.explore.engine.simulate import (  # noqa: E402
+    MORE_COPIES,
+    _more_copies,
+    run_world,
+    sim_setup,
+    simulate,
+)
 from chunk_adapter.explore.scenarios.codec import decode, encode  # noqa: E402
 from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
     Scenario,
@@ -220,3 +226,39 @@ def test_generated_worlds_find_a_leak_with_no_check_written_for_it(factory: Any)
     assert failure.rules == ("R24",), failure
     assert sim.found.world.repeat > RECENT_REQUESTS // 3
     assert len(sim.found.world.ops) <= 3, sim.found.world  # reduced before it was repeated
+
+
+class StampsBeforeTheCheck(ChunkAdapter):
+    """BUG (R24): after each get, the receiver stamps when it last heard of the request
+    *before* checking the registration is still current; a ``cleanup_receiver`` that lands
+    while the get is in flight has forgotten the stamp already, and it stays for good. A
+    leak on one interleaving of a race: only some copies of a repeated world show it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.heard: dict[str, float] = {}
+        super().__init__(*args, **kwargs)
+
+    def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
+        progress = super()._poll_one(request_id, token, key, chunk_id)
+        self.heard[request_id] = time.monotonic()  # BUG: not under the lock, not checked
+        return progress
+
+    def cleanup_receiver(self, request_id: str) -> None:
+        super().cleanup_receiver(request_id)
+        self.heard.pop(request_id, None)
+
+
+def test_a_leak_too_few_copies_show_is_repeated_with_more_of_them() -> None:
+    # the pure part: how many more copies a repeated world gets from what it held
+    world = Scenario("w", (save("r", 1, True),), repeat=1000)
+    assert _more_copies(world, 0) is None  # nothing held: nothing leaks
+    assert _more_copies(world, RECENT_REQUESTS) is None  # as much as a record may hold
+    assert _more_copies(world, 250).repeat == 4000  # type: ignore[union-attr]
+    assert _more_copies(world, 1).repeat == 1000 * MORE_COPIES  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_generated_worlds_find_a_leak_that_only_some_interleavings_show() -> None:
+    sim = simulate(StampsBeforeTheCheck, examples=150, deadline=time.monotonic() + 240, seed=0)
+    assert sim.found is not None, sim
+    assert sim.found.execution.failures[0].rules == ("R24",)

@@ -8,6 +8,7 @@ clock; a world the reference adapter fails too is never a red.
 
 from __future__ import annotations
 
+import copy
 import functools
 import io
 import sys
@@ -53,6 +54,7 @@ from chunk_adapter.explore.scenarios.scenario import (  # noqa: E402
     slow,
     stop,
 )
+from chunk_adapter.explore.scenarios.scenario_bed import mutate_in_place  # noqa: E402
 from chunk_adapter.explore.scenarios.worlds import worlds  # noqa: E402
 from chunk_adapter.explore.stages import simulate as sim_stage  # noqa: E402
 from chunk_adapter.explore.strategies import DrawnStrategy  # noqa: E402
@@ -727,3 +729,37 @@ def test_a_get_in_flight_across_a_cleanup_makes_nothing_due() -> None:
     )  # fmt: skip
     failed = reference_fails(world, wall_timeout=10.0)
     assert failed is None, failed.failures
+
+
+def _skips_tuples(obj: Any) -> Any:
+    """BUG (R4): a snapshot with a fast path for "immutable" values; a tuple is one, but
+    the list it holds is shared with the scheduler, who goes on changing it."""
+    return obj if isinstance(obj, tuple) else copy.deepcopy(obj)
+
+
+def skips_tuples(connector: Any, **kwargs: Any) -> ChunkAdapter:
+    return ChunkAdapter(connector, snapshot=_skips_tuples, **kwargs)
+
+
+@pytest.mark.rule("R4")
+def test_a_tuple_holding_a_list_is_mutated_through_and_travels_as_a_tuple() -> None:
+    saved = ("t", [1, (2, {"k": [3]})])
+    world = Scenario("w", (save("r", saved, True),))
+    assert decode(encode(world)).ops[0].obj == saved  # a tuple stays a tuple
+    assert isinstance(decode(encode(world)).ops[0].obj[1][1], tuple)
+    # depth 2 and deeper (a tuple is no level: it cannot change, what it holds can)
+    assert mutate_in_place(saved, 2) == "obj[1][1][1]['k']"
+    assert saved == ("t", [1, (2, {"k": [3, "mutated"]})])
+    # depth 0: everything that can change, through the tuples
+    assert mutate_in_place(saved, 0) == "obj[1][1][1]['k'], obj[1][1][1], obj[1]"
+    assert saved == ("t", [1, (2, {"k": [3, "mutated", "mutated"], "mutated": True}), "mutated"])
+    # deeper than anything it holds: the deepest
+    assert mutate_in_place(["a", [0]], 5) == "obj[1]"
+    assert mutate_in_place(7, 0) == "nothing (a int)"
+
+
+@pytest.mark.rule("R4")
+def test_generated_worlds_find_a_snapshot_that_shares_what_a_tuple_holds() -> None:
+    sim = simulate(skips_tuples, examples=300, deadline=time.monotonic() + 120, seed=0)
+    assert sim.found is not None, f"no failing world in {sim.worlds}"
+    assert signature(sim.found.execution.failures) == "R4", sim.found.execution.failures

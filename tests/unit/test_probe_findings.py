@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from chunk_adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.verify.probes import _finding
@@ -66,3 +68,30 @@ def test_the_reference_adapter_raising_counts_as_adapter_code() -> None:
     finally:
         adapter.stop()
     assert verdict == "fail"
+
+
+class StopTwiceRaises(ChunkAdapter):
+    """BUG (R18: stop() is idempotent): a second stop() closes what the first closed."""
+
+    def stop(self) -> None:
+        if self._stop.is_set():
+            raise OSError(9, "Bad file descriptor")
+        super().stop()
+
+
+@pytest.mark.rule("R18")
+def test_a_stop_that_raises_is_r18_not_a_failure_without_a_rule() -> None:
+    from chunk_adapter.factory import load_factory
+    from chunk_adapter.verify.probes import probe_stop
+
+    factory = load_factory(f"{__name__}:StopTwiceRaises")
+    verdict, evidence, rules = _finding(_raised(lambda: probe_stop(factory)), ())
+    assert (verdict, rules) == ("fail", ("R18",)), evidence
+    assert evidence == "R18: a second stop() raised OSError(9, 'Bad file descriptor')"
+    # a call given no rules still re-raises what the adapter raised, as it was
+    from chunk_adapter.bed.waiting import call_bounded
+
+    adapter = StopTwiceRaises(MemoryConnector(), stage_id=0)
+    adapter.stop()
+    exc = _raised(lambda: call_bounded(adapter.stop, 5.0, "stop()"))
+    assert isinstance(exc, OSError)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..finding import Finding, first_line
+from ..outcome import raised_by_suite
 from ..rules import R18
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "UNKNOWN_JOIN_STOP_BOUND",
     "Hang",
     "Outcome",
+    "Raised",
     "blocked_stop_bound",
     "call_bounded",
     "call_in_thread",
@@ -189,6 +191,20 @@ def call_in_thread(
     return Outcome(thread, box["elapsed"], box.get("value"), box.get("error"), box.get("after"))
 
 
+class Raised(AssertionError):
+    """A call that must return raised instead (``stop()``, R18: it returns, and a second
+    call is as good as the first). It carries *what* was called, the *error*'s repr and
+    the contract *rules* the caller says the call keeps; the message says the same,
+    the rules first."""
+
+    def __init__(self, what: str, error: str, rules: tuple[str, ...]) -> None:
+        self.what, self.error, self.rules = what, error, tuple(rules)
+        super().__init__(f"{', '.join(self.rules)}: {what} raised {error}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles with its data (a worker hands it on)
+        return (type(self), (self.what, self.error, self.rules))
+
+
 def call_bounded(
     fn: Callable[[], T],
     seconds: float,
@@ -200,13 +216,16 @@ def call_bounded(
     """Return ``fn()``; raise :class:`Hang` (carrying *rules*) if it has not returned
     after *seconds*.
 
-    An exception from *fn* is re-raised here. *name* names the helper thread
-    (default ``"bounded-" + what``).
+    An exception from *fn* is re-raised here; given *rules* (the call must return, as
+    ``stop()`` must: R18), one raised through the adapter's code is :class:`Raised`,
+    carrying them. *name* names the helper thread (default ``"bounded-" + what``).
     """
     outcome = call_in_thread(fn, seconds, name or f"bounded-{what}")
     if not outcome.returned:
         raise Hang(what, seconds, call=True, rules=rules)
     if outcome.error is not None:
+        if rules and not raised_by_suite(outcome.error):
+            raise Raised(what, repr(outcome.error), rules) from outcome.error
         raise outcome.error
     value: T = outcome.value  # type: ignore[assignment]  # fn returned: value is its result
     return value

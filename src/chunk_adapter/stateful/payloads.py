@@ -3,10 +3,11 @@
 A snapshot must be deep: the payload is built from the object as it was at
 the call, whatever the scheduler does to it afterwards, at any depth. So
 besides the flat list ``["a", 3]`` the machines save **nested** objects —
-a list holding a dict of lists, a ``bytearray`` and a :class:`Frame` (an
-object with its own ``__deepcopy__``, like a tensor wrapper) — and
-:func:`mutate` changes every level in place: the outer list, the inner
-list, the dict, the ``bytearray``'s bytes and the frame's own list. A
+a list holding a dict of lists, a ``bytearray``, a :class:`Frame` (an
+object with its own ``__deepcopy__``, like a tensor wrapper) and a tuple
+holding a list — and :func:`mutate` changes every level in place: the outer
+list, the inner list, the dict, the ``bytearray``'s bytes, the frame's own
+list and the list inside the tuple. A
 snapshot by ``copy.copy`` shares the inner parts, one that copies lists and
 dicts but not other objects shares the ``bytearray`` and the frame: either
 way the mutation reaches what is put, and the recorded put no longer equals
@@ -60,6 +61,7 @@ def make(rid: str, serial: int, kind: str) -> Any:
             rid,
             {"ids": [serial, [serial]], "blob": bytearray(b"%d" % serial)},
             Frame([serial], bytearray(b"f")),
+            ("record", [serial]),  # immutable, holding what is not
         ]
     raise ValueError(f"payload kind must be one of {KINDS}, got {kind!r}")
 
@@ -78,4 +80,6 @@ def mutate(obj: Any) -> None:
         elif isinstance(part, Frame):
             part.values.append(MUTATION)
             part.raw[0:1] = b"Y"
+        elif isinstance(part, tuple):
+            part[1].append(MUTATION)  # through the tuple
     obj.append(MUTATION)

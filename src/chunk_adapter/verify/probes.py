@@ -18,7 +18,15 @@ from dataclasses import replace
 from typing import Any
 
 from ..bed.stack import Bed, SlowFactory
-from ..bed.waiting import STOP_RULES, Hang, call_bounded, holds_for, stopping, wait_until
+from ..bed.waiting import (
+    STOP_RULES,
+    Hang,
+    Raised,
+    call_bounded,
+    holds_for,
+    stopping,
+    wait_until,
+)
 from ..confirm import Confirmed, Run, confirm
 from ..connectors import RecordingConnector
 from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
@@ -211,7 +219,8 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     consequences). A :class:`Hang` carries the rules its caller named; one that
     named none is R3 for a call that did not return (a scheduler call must not
     block) and R23 for a wait that ran out (something that must happen did
-    not). A :class:`SlowFactory` decides nothing (inconclusive). Any other
+    not). A :class:`Raised` (a call that must return raised) carries its rules.
+    A :class:`SlowFactory` decides nothing (inconclusive). Any other
     ``AssertionError`` (a bare ``assert`` of the check's, or the adapter's own)
     fails under the check's planned *rules*. Any other exception is the adapter
     raising where no call may raise: a failure without a rule, unless it was
@@ -224,6 +233,8 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
         return "inconclusive", f"{exc}: too slow to check here, not a violation", ()
     if isinstance(exc, Hang):
         return "fail", str(exc), exc.rules or ((R3,) if exc.call else (R23,))
+    if isinstance(exc, Raised):  # a call that must return raised: the rules it keeps
+        return "fail", str(exc), exc.rules
     if isinstance(exc, ContractViolation):
         return "fail", str(exc), tuple(rules_in_order(exc.violations, also=True)) or rules
     if isinstance(exc, AssertionError):

@@ -16,7 +16,8 @@ sees its own ``Thread`` object and ident, :mod:`.carriers`), and
 subclasses and ``threading.Timer`` started by a task become tasks); for an asyncio
 loop a task runs, ``selectors.DefaultSelector``, the loop's ``_write_to_self`` and
 ``Handle._run`` (:mod:`..runtime.loops`: the loop waits in virtual time, woken by
-``call_soon_threadsafe``; each callback a switch point).
+``call_soon_threadsafe``; each callback a switch point); ``os.write`` and
+``os.eventfd_write``, which wake a task's selector waiting on the pipe written to.
 ``Semaphore``, ``BoundedSemaphore``, ``Barrier``, ``Timer`` and ``queue.Queue``
 are the standard library's own Python classes, controlled through the
 primitives they build; the clocks they captured at import (``threading._time``,
@@ -41,6 +42,7 @@ import asyncio.events
 import asyncio.selector_events
 import concurrent.futures.thread as cf_thread
 import logging
+import os
 import queue
 import selectors
 import sys
@@ -53,7 +55,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..runtime import real
-from ..runtime.loops import ControlledSelector, before_callback, wake_after_write
+from ..runtime.loops import ControlledSelector, after_write, before_callback, wake_after_write
 from ..runtime.primitives import (
     ControlledCondition,
     ControlledEvent,
@@ -444,6 +446,12 @@ _PATCHES: list[tuple[Any, str, Any]] = [
     (selectors, "DefaultSelector", DefaultSelector),
     (_SELECTOR_LOOP, "_write_to_self", wake_after_write(vars(_SELECTOR_LOOP)["_write_to_self"])),
     (asyncio.events.Handle, "_run", before_callback(asyncio.events.Handle._run, ACTIVE)),
+    (os, "write", after_write(os.write, ACTIVE)),
+    *(
+        [(os, "eventfd_write", after_write(os.eventfd_write, ACTIVE))]
+        if hasattr(os, "eventfd_write")
+        else []
+    ),
 ]
 
 REPLACEMENTS: dict[int, tuple[Any, Any]] = {

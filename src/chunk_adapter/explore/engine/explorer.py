@@ -173,6 +173,7 @@ def explore(
     substitute: Substitute = (),
     save_failure: bool = False,
     runtime: str = "auto",
+    fails: Callable[[Execution], bool] | None = None,
 ) -> Report:
     """Run *scenario* under every schedule *strategy* produces; stop at the first failure.
 
@@ -189,6 +190,8 @@ def explore(
     ``$CHUNK_ADAPTER_EXPLORE_DIR`` or the temp directory; ``Report.saved_to`` names it.
     ``runtime`` carries the tasks (:mod:`.carriers`): ``"greenlet"``, ``"thread"``, or
     ``"auto"`` (greenlets unless the adapter needs real threads; ``Report.runtime`` says).
+    ``fails`` says which executions are the failure that ends the run (default: any with
+    a failure); one it does not count is run past like a passing one.
     """
     if not isinstance(scenario, Scenario):
         raise TypeError(f"explore() takes a Scenario, got {scenario!r}")
@@ -211,7 +214,7 @@ def explore(
             executions += 1
             execution = run_once(scenario, strategy, setup, every_step=strategy.every_step)
             steps += execution.steps
-            if not execution.ok:
+            if not execution.ok and (fails is None or fails(execution)):
                 failure = execution
                 break
     complete = failure is None and strategy.complete

@@ -27,7 +27,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from . import real
 from .carriers import make_carrier
@@ -598,6 +598,13 @@ class Controller:
             self._fail("diverged", f"the schedule chose task {tid}, which cannot run now")
             return None
         return chosen
+
+    def give_up(self, kind: str, message: str) -> NoReturn:
+        """End the execution here with a failure the runtime diagnosed (a wait it cannot
+        time): recorded first, so whatever the code under test does with the
+        :class:`Aborted` raised in the calling task, the execution ends with this."""
+        self._fail(kind, message)
+        raise Aborted
 
     def _fail(self, kind: str, message: str) -> None:
         self._add_failure(Failure(kind, message))

@@ -26,20 +26,29 @@ made by a task (the one ``asyncio.new_event_loop()`` makes) is a
 threads, already tasks (:mod:`..control.patches`); ``asyncio.Queue``, ``Lock``,
 ``Event`` and ``Condition`` live on one loop and switch only at its callbacks.
 
-Not controlled, and said so: a loop that waits for real I/O (a socket, a pipe of its
-own) blocks in virtual time with nothing to wake it, reported as such; an event loop
-written in C (uvloop) never calls this selector, its thread is reported uncontrolled.
+The selector any task makes with ``selectors.DefaultSelector()`` is one too, so a thread
+woken through a pipe (``os.write`` of a byte to a pipe its ``select`` watches, or an
+``eventfd``) is controlled: every ``os.write`` / ``os.eventfd_write`` a task makes ends the
+waits of the selectors watching real file descriptors (:func:`after_write`), and each
+looks again at what is ready (a wake for another pipe finds nothing and waits on).
+
+Not controlled, and said so: a wait on real I/O the explorer did not see written (a
+socket's ``send``, another process, a server) — a selector that reaches its timeout with a
+descriptor ready ends the execution as uncontrolled (no verdict), since it would have
+woken earlier for real; an event loop written in C (uvloop) never calls this selector,
+its thread is reported uncontrolled.
 """
 
 from __future__ import annotations
 
 import selectors
+import weakref
 from typing import Any
 
 from .controller import Controller
 from .tasks import Task
 
-__all__ = ["ControlledSelector", "before_callback", "wake_after_write"]
+__all__ = ["ControlledSelector", "after_write", "before_callback", "wake_after_write"]
 
 _PLUMBING = ("asyncio.", "concurrent.futures.")
 """Callbacks of the standard library's own plumbing (a future's state copied across, the
@@ -47,6 +56,10 @@ self-pipe read): no switch point before them, as between any two of its statemen
 task's step and the code under test's callbacks get one."""
 
 WAIT = "select (asyncio loop: until a timer, call_soon_threadsafe or real I/O)"
+
+_LIVE: weakref.WeakSet[ControlledSelector] = weakref.WeakSet()
+"""Every controlled selector not yet collected: what :func:`after_write` wakes. Touched
+only by tasks, one at a time (the controller runs one task at a time)."""
 
 
 class ControlledSelector(selectors.BaseSelector):
@@ -60,6 +73,8 @@ class ControlledSelector(selectors.BaseSelector):
         self._waiter: Task | None = None  # the loop's task while it waits in select()
         self._woken = False  # a write to the self-pipe since the last select()
         self._real: set[Any] = set()  # what is registered besides the loop's self-pipe
+        self._written = False  # a task wrote to a descriptor while the waiter waited
+        _LIVE.add(self)
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         key = self._inner.register(fileobj, events, data)
@@ -107,12 +122,31 @@ class ControlledSelector(selectors.BaseSelector):
                 return ready
             if deadline is not None and ctl.now >= deadline:
                 return []
-            self._waiter = me
+            self._waiter, self._written = me, False
             try:
-                ctl.block(f"{WAIT} {self.name}", deadline)
+                reason = ctl.block(f"{WAIT} {self.name}", deadline)
             finally:
                 self._waiter = None
             ctl.touch(self.key, "w")
+            unseen = reason == "timeout" and not self._written  # timed out, then written: seen
+            if unseen and self._real and self._inner.select(0):
+                ctl.give_up(
+                    "uncontrolled",
+                    f"{self.name} reached its timeout with a file descriptor ready that "
+                    "nothing the explorer saw wrote to (a socket's send, another process, "
+                    "a server): the wait would have ended earlier for real, so the times "
+                    "of this execution say nothing. Wake the thread through an Event or "
+                    "Condition, or a pipe written with os.write",
+                )
+
+    def look_again(self) -> None:
+        """Something was written to a descriptor: a wait on real I/O looks again at what is
+        ready (and waits on, to its own deadline, if nothing is)."""
+        waiter = self._waiter
+        if waiter is not None and self._real:
+            self._written = True
+            self._ctl.touch(self.key, "w")
+            self._ctl.wake(waiter, "written")
 
     def wake(self) -> None:
         """Something was written to the loop's self-pipe: end its wait."""
@@ -121,6 +155,23 @@ class ControlledSelector(selectors.BaseSelector):
         waiter = self._waiter
         if waiter is not None:
             self._ctl.wake(waiter, "woken")
+
+
+def after_write(original: Any, active: Any) -> Any:
+    """``os.write`` (or ``os.eventfd_write``) that, made by a task of the execution in
+    progress (*active*: :data:`..control.patches.ACTIVE`), makes every selector of that
+    execution waiting on real I/O look again (:meth:`ControlledSelector.look_again`)."""
+
+    def write(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        rt = active.runtime
+        if rt is not None and rt.ctl.is_task():
+            for selector in list(_LIVE):
+                if selector._ctl is rt.ctl:
+                    selector.look_again()
+        return result
+
+    return write
 
 
 def wake_after_write(original: Any) -> Any:

@@ -2,9 +2,11 @@
 
 ``encode(scenario)`` is the scenario's fields and ops as compact JSON,
 compressed and written in URL-safe base64 (no ``:``, so it is one field of a
-``sim:WORLD:SCHEDULE`` reproducer). Payloads are JSON values plus ``bytes``
-and ``bytearray`` (the worlds' are: ints, strings, bytes, ``None``, lists and
-string-keyed dicts), written as ``{"__bytes__": hex}`` and ``{"__bytearray__": hex}``.
+``sim:WORLD:SCHEDULE`` reproducer). Payloads are JSON values plus ``bytes``,
+``bytearray`` and tuples (the worlds' are: ints, strings, bytes, ``None``, lists,
+tuples and string-keyed dicts), written as ``{"__bytes__": hex}``,
+``{"__bytearray__": hex}`` and ``{"__tuple__": [...]}`` (JSON would make a tuple a
+list, and a world replayed with a list in its place is another world).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ _SCENARIO_SKIP = ("ops", "name", "question")
 def encode(scenario: Scenario) -> str:
     """*scenario* as a URL-safe string (module doc)."""
     ops = [
-        {k: getattr(op, k) for k, v in _OP_DEFAULTS.items() if getattr(op, k) != v or k == "kind"}
+        {
+            k: _tagged(getattr(op, k))
+            for k, v in _OP_DEFAULTS.items()
+            if getattr(op, k) != v or k == "kind"
+        }
         for op in scenario.ops
     ]
     data: dict[str, Any] = {"ops": ops, "name": scenario.name}
@@ -55,6 +61,17 @@ def decode(text: str) -> Scenario:
         ) from None
 
 
+def _tagged(value: Any) -> Any:
+    """*value* with every tuple in it written as ``{"__tuple__": [...]}``."""
+    if isinstance(value, tuple):
+        return {"__tuple__": [_tagged(item) for item in value]}
+    if isinstance(value, list):
+        return [_tagged(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _tagged(item) for key, item in value.items()}
+    return value
+
+
 def _bytes(value: Any) -> dict[str, str]:
     if isinstance(value, (bytes, bytearray)):
         return {f"__{type(value).__name__}__": value.hex()}
@@ -67,4 +84,6 @@ def _unbytes(obj: dict[str, Any]) -> Any:
             return bytes.fromhex(obj["__bytes__"])
         if "__bytearray__" in obj:
             return bytearray.fromhex(obj["__bytearray__"])
+        if "__tuple__" in obj:
+            return tuple(obj["__tuple__"])
     return obj

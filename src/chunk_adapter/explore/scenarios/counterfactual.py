@@ -12,7 +12,14 @@ once the adapters have settled so that nothing is in flight when it runs (R16: t
 fence), the cancels left out (R6), the calls with a wrong argument left out (R21: each
 raised, as it must, and so must have changed nothing). A script that fails while its counterfactual
 passes every execution of the same budget needed those calls where they were: the
-failure is of their rule, and what the oracle saw is its consequence.
+failure is of their rule, and what the oracle saw is its consequence. Where the contract
+says the change makes no difference (a reload left out: R12; a call that raised left
+out: R21; a cleanup made once settled, on a connector whose get keeps the value, so
+that a new registration finds what it would have found: R16), the counterfactual need
+not pass: it shows the root when it never fails as the script did (none of the
+failure's rules in the same budget) — a change that must make no difference changed
+what broke, even where the adapter breaks otherwise without it (an adapter that needs
+a second ``load_async`` to go on stalls without it: R23, not R14).
 
 Only a failure whose root an oracle names as one of the counterfactual's
 ``symptoms`` is asked about (a stale commit cannot make a build see a mutation); where
@@ -27,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from ...rules import R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R21, R23, Rule
+from ...rules import R2, R4, R5, R6, R9, R11, R12, R13, R14, R15, R16, R21, R23, Rule
 from .scenario import Op, Scenario, settle
 
 __all__ = ["COUNTERFACTUALS", "Counterfactual"]
@@ -69,6 +76,20 @@ def _settled_cleanups(scenario: Scenario) -> tuple[Op, ...]:
     return tuple(out)
 
 
+def _always(scenario: Scenario) -> bool:
+    return True
+
+
+def _never(scenario: Scenario) -> bool:
+    return False
+
+
+def _gets_keep_values(scenario: Scenario) -> bool:
+    """Whether a get leaves the value stored: then whether a cleaned-up registration's get
+    ran before the cleanup or not, the next registration finds the same values (R16)."""
+    return not scenario.consume_on_get
+
+
 def _without_cancels(scenario: Scenario) -> tuple[Op, ...]:
     """Every ``cancel`` left out (a cancelled stream's final then goes out with its data)."""
     return tuple(op for op in scenario.ops if op.kind != "cancel")
@@ -91,6 +112,10 @@ class Counterfactual:
     symptoms: frozenset[str]
     """The root rules an oracle may name for a failure that is really of :attr:`rule`."""
     change: Callable[[Scenario], tuple[Op, ...]]
+    changes_nothing: Callable[[Scenario], bool] = _never
+    """Whether, by the contract, the change makes no difference to *scenario*: then the
+    changed script shows the root when it never fails with the failure's rules (it may
+    fail otherwise)."""
 
     def of(self, scenario: Scenario) -> Scenario | None:
         """*scenario* without the freedom; ``None`` when its script never takes it."""
@@ -106,12 +131,14 @@ COUNTERFACTUALS: tuple[Counterfactual, ...] = (
         "the load_async calls of a request already registered left out",
         frozenset({R2, R13, R14, R15, R23}),
         _without_reloads,
+        _always,
     ),
     Counterfactual(
         R16,
         "every cleanup_receiver made once the adapters have settled (nothing in flight)",
         frozenset({R2, R12, R13, R14, R15, R23}),
         _settled_cleanups,
+        _gets_keep_values,
     ),
     Counterfactual(
         R6,
@@ -122,8 +149,11 @@ COUNTERFACTUALS: tuple[Counterfactual, ...] = (
     Counterfactual(
         R21,
         "the calls with a wrong argument left out (each raised: nothing may have changed)",
-        frozenset({R2, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23}),
+        # R4 too: the object of a call that raised, queued anyway, is built as no snapshot
+        # any save made
+        frozenset({R2, R4, R5, R6, R9, R11, R12, R13, R14, R15, R16, R23}),
         _without_rejects,
+        _always,
     ),
 )
 """Asked in this order; the first whose script passes names the root."""

@@ -209,16 +209,29 @@ class ScenarioBed:
 
 
 def mutate_in_place(obj: Any, depth: int) -> str:
-    """Change *obj* in place at nesting *depth* (or the deepest container above it);
-    returns where. What cannot be changed in place (a number, a string) is left alone."""
-    path = "obj"
-    target = obj
-    for _ in range(depth):
-        inner = _child(target)
-        if inner is None:
-            break
-        key, target = inner
-        path += f"[{key!r}]"
+    """Change in place every mutable container *obj* holds at nesting *depth* or deeper
+    (the deepest ones, if none is that deep), through tuples too (immutable, what they
+    hold need not be): a snapshot that shares anything there shows it (R4). Returns
+    where; what cannot be changed in place (a number, a string) is left alone."""
+    found: list[tuple[int, str, Any]] = []
+
+    def walk(value: Any, path: str, level: int) -> None:
+        for key, child in _children(value):
+            walk(child, f"{path}[{key!r}]", level + (not isinstance(value, tuple)))
+        if isinstance(value, (list, dict, bytearray, set)):
+            found.append((level, path, value))
+
+    walk(obj, "obj", 0)
+    if not found:
+        return f"nothing (a {type(obj).__name__})"
+    level = min(depth, max(at for at, _, _ in found))
+    changed = [path for at, path, value in found if at >= level and _change(value)]
+    more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+    return ", ".join(changed[:3]) + more
+
+
+def _change(target: Any) -> bool:
+    """Change *target* in place (``False``: it is not a container that can be)."""
     if isinstance(target, list):
         target.append("mutated")
     elif isinstance(target, dict):
@@ -228,18 +241,22 @@ def mutate_in_place(obj: Any, depth: int) -> str:
     elif isinstance(target, set):
         target.add("mutated")
     else:
-        return f"nothing (a {type(target).__name__} at {path})"
-    return path
+        return False
+    return True
 
 
-def _child(container: Any) -> tuple[Any, Any] | None:
-    """The first element of *container* that is itself a mutable container."""
-    items: list[tuple[Any, Any]] = []
-    if isinstance(container, list):
+def _children(container: Any) -> list[tuple[Any, Any]]:
+    """The elements of *container* that are, or hold, a mutable container."""
+    if isinstance(container, (list, tuple)):
         items = list(enumerate(container))
     elif isinstance(container, dict):
         items = list(container.items())
-    for key, value in items:
-        if isinstance(value, (list, dict, bytearray, set)):
-            return key, value
-    return None
+    else:
+        return []
+    return [(key, value) for key, value in items if _holds_mutable(value)]
+
+
+def _holds_mutable(value: Any) -> bool:
+    if isinstance(value, (list, dict, bytearray, set)):
+        return True
+    return isinstance(value, tuple) and any(_holds_mutable(item) for item in value)

@@ -108,10 +108,12 @@ _nested = st.recursive(
         st.lists(inner, max_size=3),
         st.dictionaries(st.sampled_from("kvw"), inner, max_size=2),
         st.binary(max_size=3).map(bytearray),
+        st.lists(inner, min_size=1, max_size=3).map(tuple),  # immutable, holding what may not be
     ),
     max_leaves=6,
 )
-_payloads = st.one_of(st.integers(0, 9), _nested, st.none())
+_records = st.tuples(_leaf, _nested)  # a record: immutable, what it holds need not be
+_payloads = st.one_of(st.integers(0, 9), _nested, st.none(), _records)
 
 # Every draw below goes through a strategy built once: a strategy made afresh for each
 # draw (``st.sampled_from(a_list)``, ``st.one_of(...)``) is validated and has its
@@ -427,13 +429,14 @@ def usage(ops: list[Op]) -> list[Op]:
 
 
 def _numbered(ops: list[Op]) -> list[Op]:
-    """Each saved payload made unique (``[n, payload]``; ``None`` stays ``None``, R8): the
-    oracles tell chunks apart by value, so two equal payloads of one request would let a
-    retried chunk pass for another."""
+    """Each saved payload made unique (``[n, payload]``, a record ``(n, *record)``: it stays
+    a tuple; ``None`` stays ``None``, R8): the oracles tell chunks apart by value, so two
+    equal payloads of one request would let a retried chunk pass for another."""
     out = []
     for n, op in enumerate(ops):
         if op.kind == "save" and op.obj is not None:
-            op = save(str(op.request_id), [n, op.obj], op.final, on=op.on)
+            obj = (n, *op.obj) if isinstance(op.obj, tuple) else [n, op.obj]
+            op = save(str(op.request_id), obj, op.final, on=op.on)
         out.append(op)
     return out
 

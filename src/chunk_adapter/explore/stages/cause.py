@@ -2,7 +2,8 @@
 
 :mod:`..scenarios.counterfactual` says why: an oracle names where a break shows; a
 script that fails while the same script without a call's freedom passes every
-execution of the same budget failed because of that call. Both stages that run
+execution of the same budget (or, where the contract says the change makes no
+difference, never fails with the failure's rules) failed because of that call. Both stages that run
 scripts (``explore``, ``simulate``) ask here after a failure is confirmed; the answer
 only reorders the failure's rules (the counterfactual's first, the oracle's after
 it) and adds a line saying what passed. A counterfactual that fails too, or that
@@ -18,6 +19,7 @@ from typing import Any
 from ...factory import AdapterFactory
 from ..engine.execution import prepared
 from ..engine.explorer import explore
+from ..engine.result import Execution, failure_rules
 from ..engine.simulate import MAX_STEPS, NOT_A_VERDICT, run_world, sim_setup
 from ..scenarios.counterfactual import COUNTERFACTUALS
 from ..scenarios.scenario import Scenario
@@ -25,9 +27,12 @@ from ..strategies import RandomStrategy, Strategy
 
 __all__ = ["WORLD_RUNS", "Passes", "Root", "in_explorer", "in_worlds", "root_of"]
 
-Passes = Callable[[Scenario], "str | None"]
+Passes = Callable[[Scenario, "tuple[str, ...] | None"], "str | None"]
 """Runs a counterfactual script: how it passed ("60 of 60 executions under pct, none
-failed"), or ``None`` when it failed or could not be run to its end."""
+failed"), or ``None`` when it failed or could not be run to its end. Given rules, only
+an execution failing with one of them fails it (one failing otherwise is run past and
+said); ``None``: every failure does."""
+
 
 WORLD_RUNS = 20
 """Random schedules a counterfactual world runs under, and the world as found too: a
@@ -46,6 +51,32 @@ class Root:
         return f"{found} ({self.why})" if self.why else found
 
 
+class _Counts:
+    """Which failing executions fail a counterfactual run (given *only*: those failing with
+    one of its rules, or not judged, or with no rule), and the rules of those run past."""
+
+    def __init__(self, only: tuple[str, ...] | None) -> None:
+        self.only = only
+        self.otherwise: dict[str, None] = {}
+
+    def __call__(self, execution: Execution) -> bool:
+        if self.only is None or any(f.kind in NOT_A_VERDICT for f in execution.failures):
+            return True
+        rules = failure_rules(execution.failures)
+        if not rules or set(rules) & set(self.only):
+            return True
+        self.otherwise.update(dict.fromkeys(rules))
+        return False
+
+    def said(self, passed: str) -> str:
+        """*passed* ("none failed") with what was asked and what failed otherwise."""
+        if self.only is not None:
+            passed += f" with {', '.join(self.only)}"
+        if self.otherwise:
+            passed += f"; some failed otherwise ({', '.join(self.otherwise)})"
+        return passed
+
+
 def in_explorer(
     strategy: Callable[[], Strategy],
     runs: int,
@@ -59,15 +90,18 @@ def in_explorer(
     """The ``explore`` stage's runner: a fresh *strategy* (the failing run's), *runs*
     executions, within ``time_budget()`` seconds asked when it starts."""
 
-    def passes(script: Scenario) -> str | None:
-        made = strategy()
+    def passes(script: Scenario, only: tuple[str, ...] | None) -> str | None:
+        made, counts = strategy(), _Counts(only)
         report = explore(
             script, made, factory=factory, substitute=substitute,
             time_budget=time_budget(), step_budget=step_budget, wall_timeout=wall,
+            fails=counts,
         )  # fmt: skip
         if report.failure is not None or not (report.executions >= runs or report.out_of_steps):
             return None
-        return f"{report.executions} of {runs} executions under {report.strategy}, none failed"
+        return counts.said(
+            f"{report.executions} of {runs} executions under {report.strategy}, none failed"
+        )
 
     return passes
 
@@ -76,25 +110,30 @@ def in_worlds(
     world: Scenario, factory: AdapterFactory, *, seed: int, substitute: Any, wall: float
 ) -> Passes:
     """The ``simulate`` stage's runner: :data:`WORLD_RUNS` random schedules from *seed*;
-    nothing passes unless *world* itself fails in them (asked once, on the first
-    counterfactual)."""
+    nothing passes unless *world* itself fails in them as asked (asked once for each set
+    of rules, on the first counterfactual that asks it)."""
     setup = sim_setup(factory, wall_timeout=wall, max_steps=MAX_STEPS, substitute=substitute)
-    found: list[bool] = []
+    found: dict[tuple[str, ...] | None, bool] = {}
 
-    def fails(script: Scenario) -> bool | None:
-        """Whether *script* fails in the schedules (``None``: it could not be decided)."""
+    def fails(script: Scenario, counts: _Counts) -> bool | None:
+        """Whether *script* fails as *counts* counts in the schedules (``None``: it could
+        not be decided)."""
+        strategy = RandomStrategy(seed=seed, executions=WORLD_RUNS)
         with prepared(setup):
-            runs = run_world(script, RandomStrategy(seed=seed, executions=WORLD_RUNS), setup)
+            runs = run_world(script, strategy, setup, fails=counts)
         if {f.kind for f in runs[-1].failures} & set(NOT_A_VERDICT):
             return None
-        return bool(runs[-1].failures)
+        return bool(runs[-1].failures) and counts(runs[-1])
 
-    def passes(script: Scenario) -> str | None:
-        if not found:
-            found.append(fails(world) is True)
-        if not found[0] or fails(script) is not False:
+    def passes(script: Scenario, only: tuple[str, ...] | None) -> str | None:
+        if only not in found:
+            found[only] = fails(world, _Counts(only)) is True
+        counts = _Counts(only)
+        if not found[only] or fails(script, counts) is not False:
             return None
-        return f"{WORLD_RUNS} random schedules, none failed, where the world fails"
+        return (
+            counts.said(f"{WORLD_RUNS} random schedules, none failed") + ", where the world fails"
+        )
 
     return passes
 
@@ -102,9 +141,11 @@ def in_worlds(
 def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
     """*rules* (root first, as the oracles gave them) with the root a counterfactual shows.
 
-    ``passes(script)`` runs *script* on the same adapter with the same budget as the
-    failing run and returns how it passed ("60 of 60 executions under pct"), or
-    ``None`` when it failed or could not be run to its end.
+    ``passes(script, only)`` runs *script* on the same adapter with the same budget as
+    the failing run and returns how it passed ("60 of 60 executions under pct"), or
+    ``None`` when it failed or could not be run to its end; *only* is *rules* where the
+    counterfactual's change makes no difference by the contract (only a failure with one
+    of them then fails it), else ``None``.
     """
     if not rules:
         return Root(rules)
@@ -115,7 +156,8 @@ def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
         changed = counterfactual.of(scenario)
         if changed is None:
             continue
-        passed = passes(changed)
+        same = counterfactual.changes_nothing(scenario)
+        passed = passes(changed, rules if same else None)
         if passed is None:
             continue
         rule = counterfactual.rule
@@ -124,5 +166,11 @@ def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
             f"{counterfactual.without} passes ({passed}), so the failure needs that call "
             f"where it was; {', '.join(rules)} is what it caused"
         )
+        if same:
+            why = (
+                f"root {rule} ({rule.name}), not {rules[0]}: the same script with "
+                f"{counterfactual.without} never fails so ({passed}), a change the contract "
+                f"says makes no difference here; {', '.join(rules)} is what it changed"
+            )
         return Root((rule, *(r for r in rules if r != rule)), why)
     return Root(rules)

@@ -255,7 +255,7 @@ def _judge(
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
             coverage=f"{done} (stopped at a failure that did not replay)",
         )  # fmt: skip
-    root = root_of(scenario, finding.rules, again or (lambda script: None))
+    root = root_of(scenario, finding.rules, again or (lambda script, only: None))
     seconds = report.seconds + time.perf_counter() - start
     return CheckResult.of_finding(
         "explore", label, "fail", replace(finding, rules=root.rules),
