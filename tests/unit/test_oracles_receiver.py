@@ -30,6 +30,17 @@ CASES = [
          # the get came after the put landed, and found nothing
          [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0"), do.poll({})],
          fires("R23", quiescent=True, **NO_TRIES)),
+    case(("R13", "R23"), "fires-when-the-registration-goes-past-a-chunk-put-but-never-got",
+         # chunk 0 put; the receiver found it empty, then asked for chunk 1 (it
+         # skipped 0): the next id only (R13) is the root of chunk 0 never received (R23)
+         [do.load("r"), do.put("r_1_0", "a"), do.put("r_1_1", "b", True),
+          do.get("r_1_0"), do.get("r_1_1", c("b", True)), do.poll({})],
+         first("R13", quiescent=True, **NO_TRIES)),
+    case("R23", "quiet-on-r13-while-the-registration-still-asks-for-the-chunk-it-misses",
+         # the same, the receiver asking for chunk 0 only: never received, nothing skipped
+         [do.load("r"), do.put("r_1_0", "a"), do.put("r_1_1", "b", True),
+          do.get("r_1_0"), do.poll({})],
+         first("R23", quiescent=True, **NO_TRIES)),
     case(("R1", "R23"), "fires-when-sender-and-receiver-keys-disagree-on-the-stage",
          # put under stage 2, read under stage 1, nothing ever put under 1: the keys
          # disagree (R1), the root of the chunk never received (R23)

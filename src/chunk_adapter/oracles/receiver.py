@@ -466,6 +466,9 @@ class _Chain:
                 disagree = self._keys_disagree(p, parsed[1], n)
                 if disagree is not None:
                     return [disagree]
+                skipped = self._skipped(n, last_end)
+                if skipped is not None:
+                    return [skipped]
                 return [
                     Violation(
                         R23,
@@ -476,6 +479,29 @@ class _Chain:
                     )
                 ]
         return []
+
+    def _skipped(self, n: int, last_end: int) -> Violation | None:
+        """R13 where chunk *n* was put and never got: this registration asked for a later
+        id instead (the next id only, in order), so it went past *n*; R23 follows."""
+        for g in self.gets:
+            parsed = split_key(g.key)
+            if parsed is None or parsed[2] <= n or g.begin <= last_end:
+                continue
+            if id(g) in self.stale or id(g) in self.late:
+                continue
+            cleanup = self.reg.cleanup
+            if cleanup is not None and g.begin > cleanup.begin:
+                continue
+            return Violation(
+                R13,
+                f"get of {g.key} while chunk {n}, put, was never got: the registration went "
+                f"past chunk {n} (only the next id is asked for)",
+                self.rid,
+                g.key,
+                g.begin,
+                also=(R23,),
+            )
+        return None
 
     def _keys_disagree(self, put: ConnectorOp, stage: int, n: int) -> Violation | None:
         """R1, the root of a chunk never received: it was put under stage *stage*, which no

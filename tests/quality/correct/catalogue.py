@@ -33,4 +33,10 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.pinned_pool:make",
     "tests.quality.correct.chain_pool:make",
     "tests.quality.correct.aio_followers:make",
+    # a fourth hold-out set's designs: copy-on-write state swapped under a lock; a batching
+    # sender with a scanning receiver woken through a pipe its select() watches; a ring
+    # buffer FIFO with a receiver fed registrations as commands
+    "tests.quality.correct.cow_state:make",
+    "tests.quality.correct.batch_scan:make",
+    "tests.quality.correct.ring_actor:make",
 )
