@@ -122,6 +122,20 @@ def test_a_rule_the_oracle_names_among_the_consequences_is_the_only_one_asked() 
     assert asked == [RELOADS.change(s)]
 
 
+def _pct_run(name: str, factory: str) -> Any:
+    """The explore stage's pct run of the library scenario *name* on *factory* (a name in
+    this module), which must fail."""
+    spec = f"{__name__}:{factory}"
+    ctx = StageContext(
+        spec, "quick", 0, 60.0, f"chunk-adapter verify --adapter {spec}",
+        deadline=time.monotonic() + 60.0, only=(f"{name} / pct",),
+    )  # fmt: skip
+    results = list(run_stage(load_factory(spec), ctx))
+    (result,) = (r for r in results if r.name == f"{name} / pct")
+    assert result.verdict == "fail", result.evidence
+    return result
+
+
 class StaleCommitMovesNextId(ChunkAdapter):
     """BUG (R16): a get whose registration was cleaned up while it was in flight is
     discarded, but still moves the request's next id — the new registration's — past
@@ -149,14 +163,7 @@ def test_the_explore_stage_names_the_fence_where_the_oracle_sees_a_chunk_out_of_
     # a chunk out of id order (R14) — the same script with the cleanup made once the
     # receiver settled passes, so the root is the fence
     name = "pipeline/q5-cleanup-inflight-get-event"
-    spec = f"{__name__}:make"
-    ctx = StageContext(
-        spec, "quick", 0, 60.0, f"chunk-adapter verify --adapter {spec}",
-        deadline=time.monotonic() + 60.0, only=(f"{name} / pct",),
-    )  # fmt: skip
-    results = list(run_stage(load_factory(spec), ctx))
-    (result,) = (r for r in results if r.name == f"{name} / pct")
-    assert result.verdict == "fail", result.evidence
+    result = _pct_run(name, "make")
     assert result.rules[0] == R16, result.evidence
     assert R14 in result.rules[1:], result.rules  # what the oracle saw, after the root
     assert "root R16" in result.evidence and "settled" in result.evidence
@@ -203,15 +210,7 @@ def test_a_reload_that_must_change_nothing_is_the_root_though_the_script_without
     # the registration's first (R14), without it it never fetches chunk 1 (R23). A
     # reload changes nothing by R12, so a script without it that never fails as found
     # shows the reload changed what broke: R12 is the root, though that script fails
-    name = "pipeline/q4-receiver-finished"
-    spec = f"{__name__}:one_chunk_per_load"
-    ctx = StageContext(
-        spec, "quick", 0, 60.0, f"chunk-adapter verify --adapter {spec}",
-        deadline=time.monotonic() + 60.0, only=(f"{name} / pct",),
-    )  # fmt: skip
-    results = list(run_stage(load_factory(spec), ctx))
-    (result,) = (r for r in results if r.name == f"{name} / pct")
-    assert result.verdict == "fail", result.evidence
+    result = _pct_run("pipeline/q4-receiver-finished", "one_chunk_per_load")
     assert result.rules[0] == R12, result.evidence
     assert R14 in result.rules[1:], result.rules
     assert "never fails so" in result.evidence and "failed otherwise (R23" in result.evidence
