@@ -65,8 +65,13 @@ __all__ = [
 ]
 
 REPEAT_BUDGETS = 4
-"""A repeated world (``Scenario.repeat``) gets this many times the step budget of one world,
-however many copies it runs (past it: too long, skipped, not a verdict)."""
+"""A repeated world (``Scenario.repeat``) gets this many times the step budget of one world
+for each :data:`COPIES_PER_BUDGETS` copies it runs, or part of them (past it: too long,
+skipped, not a verdict)."""
+COPIES_PER_BUDGETS = 1_000
+"""Copies of a repeated world that :data:`REPEAT_BUDGETS` step budgets cover: a leaky world
+is repeated until about a thousand requests are closed, and again with up to ten times as
+many copies where too few of them held theirs (:mod:`.simulate`)."""
 QUIET = logging.getLogger("chunk_adapter.explore.adapter")
 """The logger the explored adapter gets: records go nowhere (many executions log faults)."""
 QUIET.addHandler(logging.NullHandler())
@@ -151,13 +156,18 @@ def prepared(setup: Setup) -> Iterator[Control]:
         yield control
 
 
+def _budgets(repeat: int) -> int:
+    """How many step budgets of one world a world of *repeat* copies gets."""
+    return min(repeat, REPEAT_BUDGETS * -(-repeat // COPIES_PER_BUDGETS))
+
+
 def run_once(
     scenario: Scenario, scheduler: Scheduler, setup: Setup, *, every_step: bool
 ) -> Execution:
     """Run *scenario* once under *scheduler*; the result carries the replay string."""
     ctl = Controller(
         scheduler,
-        max_steps=setup.max_steps * min(scenario.repeat, REPEAT_BUDGETS),
+        max_steps=setup.max_steps * _budgets(scenario.repeat),
         wall_timeout=setup.wall_timeout,
         every_step=every_step,
         runtime="thread" if setup.runtime == "auto" else setup.runtime,

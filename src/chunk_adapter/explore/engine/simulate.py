@@ -439,6 +439,7 @@ def _repeat_leaky(
             continue  # reduced, it shows only records already tried
         pick: SchedulePick = ("random", leaky.pick[1], (0,))
         repeated, start = _repeated(leaky), time.monotonic()
+        sim.last_retained = 0  # what the repeated run holds, if it passes to a verdict
         if fails((repeated, pick)):
             return
         more = _more_copies(repeated, sim.last_retained)
