@@ -483,13 +483,13 @@ class _Chain:
     def _skipped(self, n: int, last_end: int) -> Violation | None:
         """R13 where chunk *n* was put and never got: this registration asked for a later
         id instead (the next id only, in order), so it went past *n*; R23 follows."""
+        cleanup = self.reg.cleanup
         for g in self.gets:
             parsed = split_key(g.key)
             if parsed is None or parsed[2] <= n or g.begin <= last_end:
                 continue
             if id(g) in self.stale or id(g) in self.late:
                 continue
-            cleanup = self.reg.cleanup
             if cleanup is not None and g.begin > cleanup.begin:
                 continue
             return Violation(

@@ -444,10 +444,9 @@ def _repeat_leaky(
             return
         more = _more_copies(repeated, sim.last_retained)
         took = time.monotonic() - start
-        affordable = more is not None and (
-            time.monotonic() + took * more.repeat / repeated.repeat < deadline
-        )
-        if more is not None and affordable and fails((more, pick)):
+        if more is None or time.monotonic() + took * more.repeat / repeated.repeat >= deadline:
+            continue  # nothing more to ask, or no time to ask it
+        if fails((more, pick)):
             return
 
 

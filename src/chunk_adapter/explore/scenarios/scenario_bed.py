@@ -208,6 +208,10 @@ class ScenarioBed:
                 timed.slow(what, op.key, op.seconds, op.times)
 
 
+_MUTABLE = (list, dict, bytearray, set)
+"""The containers a world's payload may hold that change in place (:func:`_change`)."""
+
+
 def mutate_in_place(obj: Any, depth: int) -> str:
     """Change in place every mutable container *obj* holds at nesting *depth* or deeper
     (the deepest ones, if none is that deep), through tuples too (immutable, what they
@@ -218,7 +222,7 @@ def mutate_in_place(obj: Any, depth: int) -> str:
     def walk(value: Any, path: str, level: int) -> None:
         for key, child in _children(value):
             walk(child, f"{path}[{key!r}]", level + (not isinstance(value, tuple)))
-        if isinstance(value, (list, dict, bytearray, set)):
+        if isinstance(value, _MUTABLE):
             found.append((level, path, value))
 
     walk(obj, "obj", 0)
@@ -257,6 +261,6 @@ def _children(container: Any) -> list[tuple[Any, Any]]:
 
 
 def _holds_mutable(value: Any) -> bool:
-    if isinstance(value, (list, dict, bytearray, set)):
+    if isinstance(value, _MUTABLE):
         return True
     return isinstance(value, tuple) and any(_holds_mutable(item) for item in value)

@@ -161,16 +161,14 @@ def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
         if passed is None:
             continue
         rule = counterfactual.rule
-        why = (
-            f"root {rule} ({rule.name}), not {rules[0]}: the same script with "
-            f"{counterfactual.without} passes ({passed}), so the failure needs that call "
-            f"where it was; {', '.join(rules)} is what it caused"
+        shown = (
+            f"never fails so ({passed}), a change the contract says makes no difference "
+            f"here; {', '.join(rules)} is what it changed"
+            if same
+            else f"passes ({passed}), so the failure needs that call where it was; "
+            f"{', '.join(rules)} is what it caused"
         )
-        if same:
-            why = (
-                f"root {rule} ({rule.name}), not {rules[0]}: the same script with "
-                f"{counterfactual.without} never fails so ({passed}), a change the contract "
-                f"says makes no difference here; {', '.join(rules)} is what it changed"
-            )
+        without = counterfactual.without
+        why = f"root {rule} ({rule.name}), not {rules[0]}: the same script with {without} {shown}"
         return Root((rule, *(r for r in rules if r != rule)), why)
     return Root(rules)
