@@ -1,6 +1,8 @@
 """A busy loop whose history already shows a violation reports that violation first: the
 livelock is its consequence (a registration polled past its final, forever). Under a
-verify baseline that accepts the violation, the livelock is set aside with it.
+verify baseline that accepts the violation, the livelock is set aside with it. So is an
+execution cut at its step budget while time kept moving ("too long", no verdict by
+itself): the violation its history shows is the verdict, or, accepted, it is set aside.
 
 The adapter spins in its RECV thread (``broken_stress:busy_spinning_recv``, R17); the
 checkers stand for oracles that do (or, accepted, do not) find a root in the history
@@ -9,10 +11,12 @@ the livelock left.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.explore import LIBRARY, RandomStrategy, explore
 from chunk_adapter.explore.engine.execution import Execution
 from chunk_adapter.oracles import Violation, accepted
@@ -23,9 +27,11 @@ SCENARIO = LIBRARY["q6-idle-polling"]
 ROOT = Violation(R13, "get of 'r_0_2' after the get of 'r_0_1' returned the final chunk")
 
 
-def kinds(checker: object) -> list[str] | None:
-    report = explore(SCENARIO, RandomStrategy(seed=0, executions=3), factory=busy_spinning_recv,
-                     checker=checker)  # fmt: skip
+def kinds(
+    checker: object, factory: Callable[..., Any] = busy_spinning_recv, max_steps: int = 50_000
+) -> list[str] | None:
+    report = explore(SCENARIO, RandomStrategy(seed=0, executions=3), factory=factory,
+                     checker=checker, max_steps=max_steps)  # fmt: skip
     return None if report.failure is None else [f.kind for f in report.failure.failures]
 
 
@@ -50,3 +56,22 @@ def test_a_livelock_whose_history_has_an_accepted_violation_is_set_aside(
         return [] if accepted.covers([ROOT]) else [str(ROOT)]
 
     assert kinds(judge) is None
+
+
+# The reference adapter polling at its pace past a small step budget: time keeps moving,
+# so the execution is "too long" (no verdict), not a livelock.
+CUT = 300
+
+
+def test_a_long_execution_whose_history_shows_a_violation_is_that_violation() -> None:
+    assert kinds(lambda execution: [], ChunkAdapter, CUT) == ["too long"]
+    assert kinds(lambda execution: [str(ROOT)], ChunkAdapter, CUT) == ["violation"]
+
+
+def test_a_long_execution_whose_history_has_an_accepted_violation_is_set_aside(
+    accepting_r13: None,
+) -> None:
+    def judge(execution: Execution) -> list[str]:
+        return [] if accepted.covers([ROOT]) else [str(ROOT)]
+
+    assert kinds(judge, ChunkAdapter, CUT) is None

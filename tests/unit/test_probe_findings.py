@@ -10,12 +10,17 @@ violation, always *inconclusive*, with where it came from.
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from chunk_adapter import ChunkAdapter
+from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors import MemoryConnector
+from chunk_adapter.oracles import accepted
+from chunk_adapter.verify.leaks import Undecided
 from chunk_adapter.verify.probes import _finding
 
 
@@ -95,3 +100,33 @@ def test_a_stop_that_raises_is_r18_not_a_failure_without_a_rule() -> None:
     adapter.stop()
     exc = _raised(lambda: call_bounded(adapter.stop, 5.0, "stop()"))
     assert isinstance(exc, OSError)
+
+
+@pytest.fixture
+def accepting_r23() -> Iterator[None]:
+    accepted.install(accepted.Accepted.of(["R23"]))
+    yield
+    accepted.install(accepted.Accepted())
+
+
+def _undecided() -> Undecided:
+    blocker = Hang("the chunks of 50 streams", 10.0, call=False)  # R23: it never came about
+    return Undecided(f"R24 not decided: {blocker}", blocker.broken)
+
+
+@pytest.mark.rule("R24")
+def test_a_check_a_stream_that_never_came_kept_from_deciding_is_inconclusive() -> None:
+    verdict, evidence, rules = _finding(_undecided(), ("R24",))
+    assert (verdict, rules) == ("inconclusive", ("R24",)), evidence
+
+
+@pytest.mark.rule("R24")
+def test_under_a_baseline_accepting_what_kept_it_from_deciding_it_is_not_reached(
+    accepting_r23: None,
+) -> None:
+    verdict, evidence, rules = _finding(_undecided(), ("R24",))
+    assert (verdict, rules) == ("skip", ("R24",)), evidence
+    assert "a root cause the baseline accepts, R23" in evidence, evidence
+    # and it survives the trip from a worker process
+    again = pickle.loads(pickle.dumps(_undecided()))
+    assert again.blocked_by == ("R23",) and str(again) == str(_undecided())

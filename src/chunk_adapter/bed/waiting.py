@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from ..finding import Finding, first_line
 from ..outcome import raised_by_suite
-from ..rules import R18
+from ..rules import R3, R18, R23
 
 __all__ = [
     "FREE_STOP_BOUND",
@@ -127,6 +127,13 @@ class Hang(AssertionError):
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickles with its data (a worker hands it on)
         return (type(self), (self.what, self.seconds, self.call, self.rules, self.state))
+
+    @property
+    def broken(self) -> tuple[str, ...]:
+        """The rules this hang breaks: those its caller named, else R3 for a call that did
+        not return (a scheduler call must not block) and R23 for a wait that ran out
+        (something that must happen did not)."""
+        return self.rules or ((R3,) if self.call else (R23,))
 
     @property
     def finding(self) -> Finding:

@@ -76,7 +76,18 @@ DEPTHS = frozenset(
 
 
 class Undecided(AssertionError):
-    """The check saw something it could not confirm: inconclusive, never a violation."""
+    """The check saw something it could not confirm: inconclusive, never a violation.
+
+    *blocked_by*: the rules of what kept it from deciding, when that was a violation of
+    the adapter's (a stream that never arrived, R23): under a verify baseline that
+    accepts them the check is not reached, not inconclusive (:func:`.probes._finding`)."""
+
+    def __init__(self, message: str, blocked_by: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.blocked_by = tuple(blocked_by)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles with its data (a worker hands it on)
+        return (type(self), (str(self), self.blocked_by))
 
 
 Factory = Callable[..., AdapterLike]
@@ -236,7 +247,7 @@ def probe_bounded_state(factory: Factory) -> None:
                 return
             second = _finding(*_window(p, CONFIRM))  # the confirmation, four times as long
     except Hang as exc:  # slow or stuck here is for the other checks to name
-        raise Undecided(f"R24 not decided: {exc}") from exc
+        raise Undecided(f"R24 not decided: {exc}", exc.broken) from exc
     finally:
         if started:
             tracemalloc.stop()

@@ -33,9 +33,10 @@ from ..examples import ARRIVE, CALL, EXAMPLES, FACTORY, ExampleOutcome
 from ..factory import AdapterFactory, calibration_reference
 from ..finding import Finding, first_line
 from ..history import BuildCall
+from ..oracles import accepted
 from ..oracles.violations import ContractViolation, rules_in_order
 from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, suite_error
-from ..rules import R3, R7, R12, R16, R17, R18, R19, R21, R23, R24
+from ..rules import R7, R12, R16, R17, R18, R19, R21, R23, R24
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_handoff import probe_prompt_handoff
@@ -225,14 +226,20 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     fails under the check's planned *rules*. Any other exception is the adapter
     raising where no call may raise: a failure without a rule, unless it was
     raised through the suite's code alone (inconclusive). :class:`~.leaks.Undecided`
-    is inconclusive.
+    is inconclusive, or not reached (skip) where what kept it from deciding is a
+    violation of rules a verify baseline accepts.
     """
     if isinstance(exc, Undecided):  # a check that could not decide: never a violation
+        if exc.blocked_by and all(accepted.accepts(rule) for rule in exc.blocked_by):
+            return "skip", (
+                f"not reached: {exc} (a root cause the baseline accepts, "
+                f"{', '.join(exc.blocked_by)}, kept the check from deciding)"
+            ), rules  # fmt: skip
         return "inconclusive", str(exc), rules
     if isinstance(exc, SlowFactory):
         return "inconclusive", f"{exc}: too slow to check here, not a violation", ()
     if isinstance(exc, Hang):
-        return "fail", str(exc), exc.rules or ((R3,) if exc.call else (R23,))
+        return "fail", str(exc), exc.broken
     if isinstance(exc, Raised):  # a call that must return raised: the rules it keeps
         return "fail", str(exc), exc.rules
     if isinstance(exc, ContractViolation):

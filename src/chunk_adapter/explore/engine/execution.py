@@ -47,6 +47,7 @@ from ..scenarios.pipeline import hops, roles_for
 from ..scenarios.scenario import Op, Scenario
 from ..scenarios.scenario_bed import ScenarioBed
 from ..strategies.schedule import encode
+from .behind import behind_failures
 from .checks import Owed
 from .held import lock_failures
 from .latency import latency_failures
@@ -277,7 +278,7 @@ def run_once(
     if execution.ok and setup.checker is not None and not ctl.pruned:
         execution.failures.extend(as_failure(found) for found in setup.checker(execution))
         execution.failures.extend(retained_failures(execution))
-    elif setup.checker is not None and any(f.kind == "livelock" for f in execution.failures):
+    elif setup.checker is not None and any(f.kind in UNFINISHED for f in execution.failures):
         _livelock_root(execution, setup.checker)
     execution.failures.extend(clock.failures)
     if any(f.kind in ("too long", "livelock") for f in execution.failures):
@@ -287,24 +288,32 @@ def run_once(
     if setup.checker is not None and not ctl.pruned and not ctl.failures:
         # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
         late = latency_failures(history, scenario, execution.hops, stand.cut)
+        late += behind_failures(history, scenario, execution.hops)
         held = held_failures(history, scenario, execution.hops, stand.build_roles)
         execution.failures[:0] = lock_failures(ctl) + held + late
     return execution
 
 
+UNFINISHED = ("livelock", "too long")
+"""Executions cut at the step budget: a busy loop (R17), or time kept moving (no verdict)."""
+
+
 def _livelock_root(execution: Execution, checker: Checker) -> None:
-    """A busy loop is often the consequence of a violation the history already shows
-    (a registration polled past its final, forever): judge the history up to the
-    livelock, and put what the oracles find first, the livelock after it. Only safety
-    can be judged there (nothing settled), and it holds for any prefix of a history.
-    A history whose violation a verify baseline accepts (:mod:`~..oracles.accepted`)
-    sets the livelock aside with it."""
+    """A busy loop, or an execution that ran past its step budget, is often the
+    consequence of a violation the history already shows (a registration polled past
+    its final, forever; a stage forwarding the chunks a ``poll_ready`` without the swap
+    hands out again and again): judge the history up to the cut, and put what the
+    oracles find first — the livelock after it; a long execution's "no verdict" goes,
+    as the prefix holds one. Only safety can be judged there (nothing settled), and it
+    holds for any prefix of a history. A history whose violation a verify baseline
+    accepts (:mod:`~..oracles.accepted`) sets the cut execution aside with it."""
     mark = accepted.total()
     found = [as_failure(f) for f in checker(execution)]
     if accepted.total() != mark:
         execution.failures = []
     elif found:
-        execution.failures[:0] = found
+        kept = [f for f in execution.failures if f.kind != "too long"]
+        execution.failures = found + kept
 
 
 def _scan_threads(ctl: Controller, baseline: frozenset[int]) -> None:

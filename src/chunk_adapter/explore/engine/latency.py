@@ -21,6 +21,8 @@ may back off as long as it likes, so only worlds whose receivers nothing holds u
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from ...history import ConnectorOp, History
 from ...oracles import CallRecord, split_key
@@ -30,7 +32,7 @@ from ..scenarios.pipeline import Hop
 from ..scenarios.scenario import Scenario
 from .timing import hop_suffix, judged
 
-__all__ = ["LATENCY", "latency_failures", "receiving_quiet"]
+__all__ = ["LATENCY", "HopView", "latency_failures", "receiving_quiet"]
 
 LATENCY = 0.25
 """Virtual seconds from a chunk becoming due to its fetch: 250x the contract's 1 ms pause."""
@@ -59,6 +61,32 @@ def latency_failures(
     records = history.records()
     found: list[Failure] = []
     for hop in hops:
+        view = HopView.of(records, times, hop)
+        for put, since in view.puts_since():
+            late = _late(put, since, view.gets, times, end, view.fences, view.handed)
+            if late is not None:
+                found.append(Failure("violation", late + hop_suffix(hops, hop), (R17,)))
+                break
+    return found
+
+
+Fences = dict[str | None, list[tuple[int, float, str]]]
+"""Per request (``None``: the receiver's ``stop()``), its receiver's ``cleanup_receiver``,
+``stop`` and ``load_async`` calls: (begin, virtual time of the begin, call)."""
+
+
+@dataclass
+class HopView:
+    """What one hop's receiver did, as R17's judges read it: its gets by key, the
+    successful puts of its keys, its fences and what its ``poll_ready`` handed out."""
+
+    gets: dict[str, list[ConnectorOp]]
+    puts: list[ConnectorOp]
+    fences: Fences
+    handed: Handed
+
+    @classmethod
+    def of(cls, records: Sequence[object], times: dict[int, float], hop: Hop) -> HopView:
         gets: dict[str, list[ConnectorOp]] = defaultdict(list)
         puts: list[ConnectorOp] = []
         for r in records:
@@ -70,7 +98,7 @@ def latency_failures(
                     gets[r.key].append(r)
                 elif r.outcome == "ok":
                     puts.append(r)
-        fences: dict[str | None, list[tuple[int, float, str]]] = defaultdict(list)
+        fences: Fences = defaultdict(list)
         handed: Handed = defaultdict(list)  # rid -> (end of the poll, value handed out)
         for r in records:
             if not isinstance(r, CallRecord) or r.adapter not in (hop.receiver, "adapter"):
@@ -82,15 +110,20 @@ def latency_failures(
                 for rid, values in r.result.items():
                     if isinstance(values, list):  # any other shape is R15's
                         handed[rid] += [(r.end, v) for v in values]
+        return cls(gets, puts, fences, handed)
+
+    def puts_since(self) -> Iterator[tuple[ConnectorOp, int]]:
+        """Each successful put, with the end of its key's previous put (0: none)."""
         last_put: dict[str, int] = {}  # key -> end of its previous put
-        for put in puts:
-            since = last_put.get(put.key, 0)
+        for put in self.puts:
+            yield put, last_put.get(put.key, 0)
             last_put[put.key] = put.end
-            late = _late(put, since, gets, times, end, fences, handed)
-            if late is not None:
-                found.append(Failure("violation", late + hop_suffix(hops, hop), (R17,)))
-                break
-    return found
+
+    def due(
+        self, put: ConnectorOp, since: int, times: dict[int, float]
+    ) -> tuple[int, float, str] | None:
+        """:func:`_due` of *put* on this hop."""
+        return _due(put, since, self.gets, times, self.fences, self.handed)
 
 
 Handed = dict[str, list[tuple[int, object]]]
@@ -102,7 +135,7 @@ def _due(
     since: int,
     gets: dict[str, list[ConnectorOp]],
     times: dict[int, float],
-    fences: dict[str | None, list[tuple[int, float, str]]],
+    fences: Fences,
     handed: Handed,
 ) -> tuple[int, float, str] | None:
     """From when the receiver owed a fetch of *put*'s value: ``(seq, virtual time, why)``
@@ -166,9 +199,7 @@ def _due(
     return max(starts, key=lambda s: s[1]) if starts else None
 
 
-def _fenced(
-    fences: dict[str | None, list[tuple[int, float, str]]], rid: str, g: ConnectorOp
-) -> bool:
+def _fenced(fences: Fences, rid: str, g: ConnectorOp) -> bool:
     """Whether the request was cleaned up (or the receiver stopped) while get *g* was in
     flight, or before it began with no registration since (a RECV round that read the
     registration before the cleanup fetches for it after): what it got is stale, for a
@@ -213,7 +244,7 @@ def _late(
     gets: dict[str, list[ConnectorOp]],
     times: dict[int, float],
     end: float,
-    fences: dict[str | None, list[tuple[int, float, str]]],
+    fences: Fences,
     handed: Handed,
 ) -> str | None:
     """Why *put* was fetched late, or ``None`` (module doc)."""

@@ -27,6 +27,7 @@ is the one it always was.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from hypothesis import strategies as st
@@ -34,12 +35,15 @@ from hypothesis import strategies as st
 from .scenario import Op, Scenario, cancel, cleanup, load, outage, pause, poll, save, settle
 from .worlds import LIVENESS, OPTIONS, PREEMPT, usage
 
-__all__ = ["LENGTHS", "OUTAGES", "WIDTHS", "long_world", "long_worlds", "wide_world"]
+__all__ = ["LATE", "LENGTHS", "OUTAGES", "WIDTHS", "long_world", "long_worlds", "wide_world"]
 
 LENGTHS: tuple[int, ...] = (11, 25, 120)
 """Chunks a stream has before its final (ids cross 10, and 100)."""
 OUTAGES: tuple[float, ...] = (0.5, 2.0, 5.0)
 """Virtual seconds a long outage lasts (the worlds' polling pace is 1 ms, 5 ms coarse)."""
+LATE: tuple[float, ...] = (0.05, 0.5)
+"""Virtual seconds the scheduler waits before a late registration (every chunk saved
+before it is put by then: a backlog the receiver meets at once)."""
 POLL_EVERY: tuple[int, ...] = (0, 7, 30)
 """A poll after every so many saves (0: only the one at the end)."""
 WIDTHS: tuple[int, ...] = (12, 40, 100)
@@ -49,17 +53,24 @@ AT_ONCE: tuple[int, ...] = (5, 20, 100)
 
 
 def _stream(rng: random.Random, rid: str, key_stage: int) -> list[Op]:
-    """One request: its long stream, its registration (before it, or at a drawn chunk),
+    """One request: its long stream, its registration (before it, at a drawn chunk, or
+    in one stream of four late: after a pause, at a chunk in its second half, so half
+    the stream or more is put and waiting when it registers),
     and in two worlds of three a long outage of gets or puts that begins while the
     stream is being sent and received (on every key, or on the key of the chunk saved
     next, which the receiver then waits for)."""
     chunks = rng.choice(LENGTHS)
     every = rng.choice(POLL_EVERY)
-    load_at = rng.choice((0, 0, rng.randrange(chunks)))
+    late = rng.randrange(4) == 0  # registered late: half the stream or more put by then
+    load_at = (
+        rng.randrange(chunks // 2, chunks) if late else rng.choice((0, 0, rng.randrange(chunks)))
+    )
     out_at = rng.randrange(load_at, chunks) if rng.randrange(3) else -1
     ops: list[Op] = []
     for n in range(chunks):
         if n == load_at:
+            if late:  # the next stage starts late: the chunks so far are all put by then
+                ops.append(pause(rng.choice(LATE)))
             ops.append(load(rid))
         if n == out_at:
             key = None if rng.randrange(3) else f"{rid}_{key_stage}_{n}"
@@ -85,7 +96,9 @@ def long_world(seed: int) -> Scenario:
         lane = rng.choice([i for i, lane in enumerate(lanes) if lane])
         ops.append(lanes[lane].pop(0))
     ops.append(settle())  # then the runner's settle(), poll() and stop(): one big poll
-    return _world("long world", rng, ops, loopback, stage)
+    late = any(a.kind == "pause" and b.kind == "load" for a, b in itertools.pairwise(ops))
+    # a backlog met by a late registration drains over time only where gets take time
+    return _world("long world", rng, ops, loopback, stage, min_latency=0.001 if late else 0.0)
 
 
 def _request(rng: random.Random, rid: str, n: int) -> list[Op]:
@@ -166,8 +179,10 @@ def _world(
     loopback: bool,
     stage: int,
     preempt: float = PREEMPT,
+    min_latency: float = 0.0,
 ) -> Scenario:
-    """The scenario around the scheduler's *ops*, its settings drawn from *rng*."""
+    """The scenario around the scheduler's *ops*, its settings drawn from *rng* (its
+    calls' latency at least *min_latency*)."""
     options = {opt: rng.choice(values) for opt, values in OPTIONS.items() if rng.random() < 0.5}
     longest = max((op.seconds for op in ops if op.kind == "outage"), default=0.0)
     return Scenario(
@@ -179,7 +194,7 @@ def _world(
         topology="loopback" if loopback else "pipeline",
         stage_id=stage,
         stage_ids=(stage,) if loopback else (stage, stage + 1),
-        latency=rng.choice((0.0, 0.001)),
+        latency=max(min_latency, rng.choice((0.0, 0.001))),  # drawn either way
         settle_limit=20.0 + longest,
         liveness=LIVENESS + longest,
         preempt=preempt,
