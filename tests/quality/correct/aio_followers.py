@@ -21,11 +21,14 @@ Design notes (keeps R1-R24 of docs/contract.md):
 - Receiver. ``load_async`` creates a ``_Reg`` (the object is the token) under
   ``_rx_lock`` and asks the loop to start a follower task for it. A follower
   loops: under the lock, check that its registration is still current and not
-  finished and read its next id; get (on the get pool); under the lock again,
-  check the registration and commit (R16). After a committed chunk it gets the
-  next id at once; after an empty or failed get it sleeps ``idle_backoff`` (1 ms);
-  after the final it ends (R13). A follower whose registration was cleaned up
-  ends at its next check; the new registration has a follower of its own.
+  finished and read its next id; get (on the get pool, where the worker checks the
+  registration again right before the get: a get queued behind others may start after
+  a cleanup and a new load, and on a consuming connector would take the new
+  registration's chunk); under the lock again, check the registration and commit
+  (R16). After a committed chunk it gets the next id at once; after an empty or
+  failed get it sleeps ``idle_backoff`` (1 ms); after the final it ends (R13). A
+  follower whose registration was cleaned up ends at its next check; the new
+  registration has a follower of its own.
 - ``poll_ready`` swaps ``_ready`` out under ``_rx_lock``; ``cleanup_receiver`` forgets
   the registration and its ready chunks under the same lock.
 - ``stop()`` sets the stop flag, wakes the loop, which cancels the followers and
@@ -344,7 +347,7 @@ class AioFollowersAdapter:
             key = f"{reg.rid}_{self.src_stage_id}_{chunk_id}"
             self._count("gets")
             try:
-                got = await loop.run_in_executor(self._get_pool, _guarded, self.connector.get, key)
+                got = await loop.run_in_executor(self._get_pool, self._get_if_current, reg, key)
             except RuntimeError:  # the pool was shut down: stop() has begun
                 return
             with self._rx_lock:
@@ -364,6 +367,15 @@ class AioFollowersAdapter:
             if isinstance(got, _Failed):
                 self._count("get_failures")
             await asyncio.sleep(self._idle)  # R17: ~1 ms after an empty or failed get
+
+    def _get_if_current(self, reg: _Reg, key: str) -> Any:
+        """On a get worker: the get, if *reg* is still current right before it. A get
+        queued behind others may start after a cleanup and a new load; on a consuming
+        connector it would take the new registration's chunk and throw it away."""
+        with self._rx_lock:
+            if self._regs.get(reg.rid) is not reg:
+                return None
+        return _guarded(self.connector.get, key)
 
     def poll_ready(self) -> dict[str, list[Any]]:
         with self._rx_lock:
