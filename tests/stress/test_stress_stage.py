@@ -141,3 +141,20 @@ def test_the_pipeline_routes_calls_adds_up_stats_and_reads_settings() -> None:
         assert one.loopback and one.sender.stage_id == one.sender.src_stage_id == 1
     finally:
         one.stop()
+
+
+@pytest.mark.rule("R23")
+def test_handing_the_same_chunks_out_again_and_again_is_no_progress() -> None:
+    class Repeats:
+        """A receiver whose poll_ready never clears: the same chunk on every call."""
+
+        def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+            return {"r": [{"data": 0, "finished": False}]}
+
+        def stop(self) -> None:
+            pass
+
+    sched = SchedulerLoop(Pipeline(Repeats(), Repeats()), History())  # type: ignore[arg-type]
+    start = time.monotonic()
+    assert sched.run_until(lambda: False, stall=0.2, until=start + 30) == "stalled"
+    assert sched.handed_out > sched.new_handed_out == 1

@@ -61,7 +61,9 @@ class SchedulerLoop:
 
     ``received`` accumulates every ``poll_ready`` result per request;
     ``finished`` holds the requests whose final chunk was handed out;
-    ``handed_out`` counts the chunks ``poll_ready`` returned.
+    ``handed_out`` counts the chunks ``poll_ready`` returned, ``new_handed_out`` those
+    unlike any handed out for their request before (progress: an adapter that hands the
+    same chunks out again and again is not delivering).
     """
 
     def __init__(self, adapter: Pipeline, history: History, call_bound: float = 0.05) -> None:
@@ -72,6 +74,8 @@ class SchedulerLoop:
         self.received: dict[str, list[dict[str, Any]]] = {}
         self.finished: set[str] = set()
         self.handed_out = 0
+        self.new_handed_out = 0
+        self._seen: dict[str, set[str]] = {}  # request -> repr of each value handed out
 
     def _timed(self, name: str, request_id: str | None, fn: Callable[[], Any]) -> Any:
         start = time.perf_counter()
@@ -105,6 +109,11 @@ class SchedulerLoop:
         for request_id, values in ready.items():
             self.received.setdefault(request_id, []).extend(values)
             count += len(values)
+            seen = self._seen.setdefault(request_id, set())
+            for value in values:
+                text = repr(value)
+                self.new_handed_out += text not in seen
+                seen.add(text)
             if any(isinstance(v, dict) and v.get("finished") is True for v in values):
                 self.finished.add(request_id)
         self.handed_out += count
@@ -119,22 +128,23 @@ class SchedulerLoop:
     ) -> Progress:
         """Call ``poll_ready`` every *tick* seconds, as a scheduler's loop does, until *done()*.
 
-        Ends ``"stalled"`` when no chunk was handed out for *stall* seconds —
-        a slow adapter keeps handing chunks out, a stuck one does not — and
+        Ends ``"stalled"`` when no new chunk was handed out for *stall* seconds —
+        a slow adapter keeps handing chunks out, a stuck one does not, nor one that
+        hands the same ones out again and again (``new_handed_out``) — and
         ``"budget"`` at the ``monotonic()`` time *until* (the stage's budget:
         not a verdict). The tick is the scheduler's own pace, not a guess at
         how long the adapter needs: the loop ends as soon as *done()* holds.
         """
         pace = threading.Event()  # never set: its wait() is the tick
-        last = self.handed_out
+        last = self.new_handed_out
         moved = time.monotonic()
         while True:
             self.drain()
             if done():
                 return "done"
             now = time.monotonic()
-            if self.handed_out != last:
-                last, moved = self.handed_out, now
+            if self.new_handed_out != last:
+                last, moved = self.new_handed_out, now
             elif now - moved >= stall:
                 return "stalled"
             if until is not None and now >= until:

@@ -14,7 +14,9 @@ it is ``fail`` (with ``confirmation="reproduced k of n"``) only if a re-run
 breaks its root rule again, and the reference adapter (unless it is the
 adapter under test) does not fail it: a reference failing it means the machine
 was too slow or loaded for a time bound (``inconclusive``,
-:func:`~chunk_adapter.factory.calibration_reference`); else ``inconclusive``.
+:func:`~chunk_adapter.factory.calibration_reference`); else ``inconclusive``. Under a
+verify baseline that accepts every rule a finding breaks, it is not re-run: it is
+reported as accepted, never a red, and its waits would spend the budget twice.
 An advisory scenario
 (the loopback variant) never fails: what it finds is a note. So is a
 ``stats()`` counter that disagrees with the recording (an operator API, not
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterator
 
 from ..confirm import Run, confirm
 from ..factory import AdapterFactory, calibration_reference
+from ..oracles import accepted
 from ..outcome import REFERENCE_PASSED, CheckResult, StageContext, Verdict, reference_also_failed
 from ..profiles import current_profile
 from .report import StressReport
@@ -139,6 +142,13 @@ def _judge(
     replay = STRESS.command(name, ctx.seed, adapter_spec=ctx.adapter_spec)
     finding = report.finding(ctx.adapter_spec, rules=rules, reproducer=replay)
     assert finding is not None  # it has contract failures
+    if finding.rules and all(accepted.accepts(rule) for rule in finding.rules):
+        # every rule it breaks a verify baseline accepts: reported as accepted, never a red,
+        # so no re-run (a liveness finding's waits would spend the stage's budget twice)
+        return CheckResult.of_finding(
+            "stress", name, "fail", finding, seconds=time.monotonic() - start,
+            confirmation="not re-run: every rule it breaks is accepted by the baseline",
+        )  # fmt: skip
     reference = calibration_reference(factory)
 
     def again(adapter: AdapterFactory) -> Callable[[], Run | None]:

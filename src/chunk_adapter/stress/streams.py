@@ -6,7 +6,7 @@ register most requests up front and the rest late (R12: chunks put before
 at random with the final last, cancel some requests on the way, mutate each
 object right after saving it (R4), and call ``poll_ready`` now and then. Then
 it polls until every stream's final was handed out — a stream missing after
-*deadline* seconds in which nothing at all was handed out is a finding (R23);
+*deadline* seconds in which nothing new was handed out is a finding (R23);
 a slow adapter that keeps delivering is not — checks the history with the
 oracles, stops the adapters and compares their counters with the recording.
 

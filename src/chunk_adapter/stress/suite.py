@@ -67,7 +67,7 @@ def _stop(seed: int, state: str) -> tuple[str, tuple[str, ...], Scenario]:
 
 def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, ...], Scenario]]:
     """The suite's runs, in order: ``(name, contract rules, run)``."""
-    # A stream missing once nothing at all was handed out for STALL seconds is lost
+    # A stream missing once nothing new was handed out for STALL seconds is lost
     # (R23): ample for a correct adapter's slowest retry backoff, short enough that
     # a finding can be re-run to confirm it within the stage's budget.
     streams: dict[str, Any] = {"seed": seed, "deadline": STALL}

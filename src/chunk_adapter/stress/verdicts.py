@@ -142,7 +142,7 @@ def judge_delivery(
 ) -> bool:
     """Poll until every stream in *expected* had its final handed out, then judge the run.
 
-    Streams still missing once nothing at all was handed out for *deadline*
+    Streams still missing once nothing new was handed out for *deadline*
     seconds fail R23 (*when* says after what, e.g. " after the gates opened");
     reaching *until* (the stage's budget) stops the scenario as incomplete
     instead. Then the threads that must be alive and the oracles over the
@@ -155,7 +155,7 @@ def judge_delivery(
         report.fail(
             R23,
             f"{len(missing)} of {len(expected)} streams had no final handed out{when}, and "
-            f"nothing was handed out for {deadline}s: e.g. {missing[:5]} (a final not put, "
+            f"nothing new was handed out for {deadline}s: e.g. {missing[:5]} (a final not put, "
             "or not received)",
         )
     judge_thread_crashes(report, crashes)
