@@ -288,9 +288,11 @@ def run_once(
     if setup.checker is not None and not ctl.pruned and not ctl.failures:
         # a chunk fetched late (R17) is the root of its "never handed out" (R14, R23)
         late = latency_failures(history, scenario, execution.hops, stand.cut)
-        late += behind_failures(history, scenario, execution.hops)
         held = held_failures(history, scenario, execution.hops, stand.build_roles)
         execution.failures[:0] = lock_failures(ctl) + held + late
+        # a request waiting behind another's backlog is a pacing symptom of a history
+        # whose violations (a registration polled twice a round, say) come first
+        execution.failures += behind_failures(history, scenario, execution.hops)
     return execution
 
 
