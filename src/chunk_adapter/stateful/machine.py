@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
 from hypothesis import strategies as st
+from hypothesis.errors import UnsatisfiedAssumption
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from ..factory import AdapterFactory
@@ -389,5 +390,10 @@ class ConformanceMachine(RuleBasedStateMachine):
                 self.h.finish()
                 if self.budget is not None:
                     self.budget.example_passed()
+        except UnsatisfiedAssumption:
+            # the final settle's history showed a root cause a verify baseline accepts
+            # (reject(): :mod:`~chunk_adapter.oracles.accepted`); a rule can reject its
+            # example, the teardown cannot, and Hypothesis would report it as an error
+            pass
         finally:
             self.h.close()
