@@ -19,6 +19,7 @@ import pytest
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.explore import LIBRARY, RandomStrategy, explore
 from chunk_adapter.explore.engine.execution import Execution
+from chunk_adapter.explore.runtime.controller import CHECKPOINT_EVERY
 from chunk_adapter.oracles import Violation, accepted
 from chunk_adapter.rules import R13
 from tests.quality.broken_stress import busy_spinning_recv
@@ -75,3 +76,19 @@ def test_a_long_execution_whose_history_has_an_accepted_violation_is_set_aside(
         return [] if accepted.covers([ROOT]) else [str(ROOT)]
 
     assert kinds(judge, ChunkAdapter, CUT) is None
+
+
+def test_under_a_baseline_an_execution_is_cut_once_its_history_shows_an_accepted_root(
+    accepting_r13: None,
+) -> None:
+    """Each execution of the spinning adapter would run to its 50,000-step budget; once
+    the history so far shows a violation the baseline accepts, the rest decides nothing,
+    so it ends at the next checkpoint and is set aside."""
+
+    def judge(execution: Execution) -> list[str]:
+        return [] if accepted.covers([ROOT]) else [str(ROOT)]
+
+    report = explore(SCENARIO, RandomStrategy(seed=0, executions=3), factory=busy_spinning_recv,
+                     checker=judge)  # fmt: skip
+    assert report.failure is None and report.executions == 3
+    assert report.steps <= 3 * CHECKPOINT_EVERY, report.steps  # not 3 x 50,000

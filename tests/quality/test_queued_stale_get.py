@@ -7,8 +7,8 @@ after a ``cleanup_receiver`` and a new ``load_async`` of the request, and on a
 consuming connector take the new registration's chunk and throw it away — a stream
 that never completes. The generated worlds found it (a wide world of the long-haul
 family, R16: the get began after the cleanup and the new load). The adapter now checks
-again on the worker, right before the get; the copy below is it as first written, and
-must stay found.
+again on the worker, right before the get; tests/quality/broken_followers.py is it as
+first written, and must stay found.
 """
 
 from __future__ import annotations
@@ -19,35 +19,10 @@ from typing import Any
 import pytest
 
 from chunk_adapter.explore.engine.simulate import simulate
-from tests.quality.correct.aio_followers import _OPTIONS, AioFollowersAdapter, _guarded, _Reg
+from tests.quality.broken_followers import queued_stale_get
 from tests.quality.correct.aio_followers import make as correct
 
 pytestmark = pytest.mark.rule("R16")
-
-
-class QueuedStaleGet(AioFollowersAdapter):
-    """The get runs whenever the pool gets to it, whatever became of its registration."""
-
-    def _get_if_current(self, reg: _Reg, key: str) -> Any:
-        return _guarded(self.connector.get, key)
-
-
-def queued_stale_get(
-    connector: Any,
-    *,
-    stage_id: int,
-    src_stage_id: int | None = None,
-    build_payload: Any = None,
-    **options: Any,
-) -> QueuedStaleGet:
-    """``aio_followers.make`` for the copy: the same keywords and options."""
-    return QueuedStaleGet(
-        connector,
-        stage_id=stage_id,
-        src_stage_id=src_stage_id,
-        build_payload=build_payload,
-        **{k: v for k, v in options.items() if k in _OPTIONS and v is not None},
-    )
 
 
 def _long_haul(factory: Any) -> Any:

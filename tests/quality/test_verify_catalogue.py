@@ -73,8 +73,16 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_asyncio:await_between_check_and_commit": {"R16", "R14", "R15"},
     "broken_asyncio:threadsafe_order": {"R5", "R9"},
     "broken_asyncio:put_state_on_loop": {"R6"},
+    # a follower task per registration, its get queued on a pool after the check (R16)
+    "broken_followers:queued_stale_get": {"R16", "R13", "R23"},
 }
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "broken_followers:queued_stale_get": (
+        "its stale get needs a wide world with dozens of registrations whose gets queue on "
+        "the pool: the long-haul sample of seed 1 has one (tests/quality/"
+        "test_queued_stale_get.py), the ci sample at seed 0 does not (exit 3: budget)"
+    ),
+}
 """Broken adapters verify does not catch yet, and why (an xfail, strict: a find fails it)."""
 SOMETIMES: dict[str, str] = {
     "broken_asyncio:put_state_on_loop": (

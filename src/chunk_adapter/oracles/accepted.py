@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .violations import Violation
 
-__all__ = ["Accepted", "accepts", "covers", "install", "seen", "total"]
+__all__ = ["Accepted", "accepts", "active", "covers", "install", "seen", "total"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,12 @@ def covers(violations: Sequence[Violation]) -> bool:
                 _seen[violation.rule] += 1
             return True
     return False
+
+
+def active() -> bool:
+    """Whether any rule is accepted in this process (a verify worker with a baseline)."""
+    with _lock:
+        return bool(_accepted.rules)
 
 
 def accepts(rule: str) -> bool:

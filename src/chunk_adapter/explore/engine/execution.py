@@ -189,7 +189,7 @@ def run_once(
     if judged(scenario):
         history.clock = runtime.monotonic  # each record's virtual time (R17)
 
-    def probe(cut: int) -> Execution:
+    def probe(cut: int | None) -> Execution:
         """The execution so far, as :func:`~.checks.owed_now` judges it at *cut*."""
         return Execution(
             scenario=scenario, schedule="", task_names=[], trace=[], steps=0,
@@ -199,6 +199,17 @@ def run_once(
         )  # fmt: skip
 
     owed_so_far = Owed(probe)  # each hop's records kept up to date between settles
+    if setup.checker is not None and accepted.active():
+        checker = setup.checker
+
+        def shows_accepted() -> bool:
+            """Whether the history so far shows a violation a verify baseline accepts: the
+            execution is set aside then, whatever comes after (safety holds for prefixes)."""
+            mark = accepted.total()
+            checker(probe(None))
+            return accepted.total() != mark
+
+        ctl.checkpoint = shows_accepted
 
     def owed() -> bool:
         """Whether, were the run to stop now, something would still be owed (liveness)."""

@@ -70,6 +70,11 @@ _BLOCKED = TaskState.BLOCKED
 _FINISHED = TaskState.FINISHED
 
 
+CHECKPOINT_EVERY = 5_000
+"""Steps between two :attr:`Controller.checkpoint` calls."""
+CUT_SHORT = "the history so far shows a root cause a verify baseline accepts"
+
+
 class Scheduler(Protocol):
     """What a strategy offers the controller (one module per strategy implements it;
     :class:`~.strategies.base.Strategy` declares every call with its default)."""
@@ -172,6 +177,10 @@ class Controller:
         self.trace: list[Step] = []
         self.decisions: list[tuple[str, int]] = []  # ("t", tid) or ("r", random value)
         self.failures: list[Failure] = []
+        # Asked every CHECKPOINT_EVERY steps, when set: True ends the execution there as
+        # "too long" (the history so far already decides it: a verify baseline accepts
+        # a violation it shows, so running on to max_steps would only spend the budget).
+        self.checkpoint: Callable[[], bool] | None = None
         self.foreign: list[str] = []  # threads seen using the explorer that it does not run
         self.progress = 0  # bumped by the wrappers on puts, values got and builds
         self.main_done = False
@@ -453,6 +462,10 @@ class Controller:
             self._clock.tick(steps, self.now)
         if steps > self.max_steps:
             self._add_failure(self._clock.over_budget(self.now, self.main_done))
+            self._end()
+            return None
+        if self.checkpoint is not None and steps % CHECKPOINT_EVERY == 0 and self.checkpoint():
+            self._add_failure(Failure("too long", f"cut at {steps:,} switch points: {CUT_SHORT}"))
             self._end()
             return None
         may_pass = self._time_may_pass(me)
