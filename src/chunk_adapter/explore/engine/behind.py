@@ -29,6 +29,7 @@ window a cleanup, a ``load_async`` or ``stop()`` of the receiver crosses is not 
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 
 from ...history import ConnectorOp, History
@@ -73,7 +74,16 @@ def behind_failures(history: History, scenario: Scenario, hops: tuple[Hop, ...])
             (g for ops in view.gets.values() for g in ops if g.outcome == "ok"),
             key=lambda g: g.begin,
         )
+        begins = [g.begin for g in ok_gets]
         for put, since in view.puts_since():
+            # the widest window a put can have: from its end to the next get of its key;
+            # as few gets as a round makes in it decide nothing (most puts: no due to work out)
+            asked = next((g.begin for g in view.gets[put.key] if g.begin > put.end), None)
+            if (
+                asked is None
+                or bisect_left(begins, asked) - bisect_right(begins, put.end) <= BEHIND
+            ):
+                continue
             waited = _waited(view, put, since, times, ok_gets, ALLOWANCE * pause)
             if waited is not None:
                 found.append(Failure("violation", waited + hop_suffix(hops, hop), (R17,)))
