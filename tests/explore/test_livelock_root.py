@@ -64,11 +64,13 @@ def test_a_livelock_whose_history_has_an_accepted_violation_is_set_aside(
 CUT = 300
 
 
+@pytest.mark.rule("R13")
 def test_a_long_execution_whose_history_shows_a_violation_is_that_violation() -> None:
     assert kinds(lambda execution: [], ChunkAdapter, CUT) == ["too long"]
     assert kinds(lambda execution: [str(ROOT)], ChunkAdapter, CUT) == ["violation"]
 
 
+@pytest.mark.rule("R13")
 def test_a_long_execution_whose_history_has_an_accepted_violation_is_set_aside(
     accepting_r13: None,
 ) -> None:
@@ -78,6 +80,7 @@ def test_a_long_execution_whose_history_has_an_accepted_violation_is_set_aside(
     assert kinds(judge, ChunkAdapter, CUT) is None
 
 
+@pytest.mark.rule("R13")
 def test_under_a_baseline_an_execution_is_cut_once_its_history_shows_an_accepted_root(
     accepting_r13: None,
 ) -> None:
