@@ -36,6 +36,11 @@ def kinds(
     return None if report.failure is None else [f.kind for f in report.failure.failures]
 
 
+def judge_root(execution: Execution) -> list[str]:
+    """A checker that finds ROOT in every history, unless a baseline accepts it."""
+    return [] if accepted.covers([ROOT]) else [str(ROOT)]
+
+
 @pytest.fixture
 def accepting_r13() -> Iterator[None]:
     accepted.install(accepted.Accepted.of([R13]))
@@ -53,10 +58,7 @@ def test_the_violation_a_livelocked_history_shows_comes_first() -> None:
 def test_a_livelock_whose_history_has_an_accepted_violation_is_set_aside(
     accepting_r13: None,
 ) -> None:
-    def judge(execution: Execution) -> list[str]:
-        return [] if accepted.covers([ROOT]) else [str(ROOT)]
-
-    assert kinds(judge) is None
+    assert kinds(judge_root) is None
 
 
 # The reference adapter polling at its pace past a small step budget: time keeps moving,
@@ -74,10 +76,7 @@ def test_a_long_execution_whose_history_shows_a_violation_is_that_violation() ->
 def test_a_long_execution_whose_history_has_an_accepted_violation_is_set_aside(
     accepting_r13: None,
 ) -> None:
-    def judge(execution: Execution) -> list[str]:
-        return [] if accepted.covers([ROOT]) else [str(ROOT)]
-
-    assert kinds(judge, ChunkAdapter, CUT) is None
+    assert kinds(judge_root, ChunkAdapter, CUT) is None
 
 
 @pytest.mark.rule("R13")
@@ -88,10 +87,7 @@ def test_under_a_baseline_an_execution_is_cut_once_its_history_shows_an_accepted
     the history so far shows a violation the baseline accepts, the rest decides nothing,
     so it ends at the next checkpoint and is set aside."""
 
-    def judge(execution: Execution) -> list[str]:
-        return [] if accepted.covers([ROOT]) else [str(ROOT)]
-
     report = explore(SCENARIO, RandomStrategy(seed=0, executions=3), factory=busy_spinning_recv,
-                     checker=judge)  # fmt: skip
+                     checker=judge_root)  # fmt: skip
     assert report.failure is None and report.executions == 3
     assert report.steps <= 3 * CHECKPOINT_EVERY, report.steps  # not 3 x 50,000

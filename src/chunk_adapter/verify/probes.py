@@ -230,7 +230,7 @@ def _finding(exc: Exception, rules: tuple[str, ...]) -> tuple[str, str, tuple[st
     violation of rules a verify baseline accepts.
     """
     if isinstance(exc, Undecided):  # a check that could not decide: never a violation
-        if exc.blocked_by and all(accepted.accepts(rule) for rule in exc.blocked_by):
+        if accepted.accepts_all(exc.blocked_by):
             return "skip", (
                 f"not reached: {exc} (a root cause the baseline accepts, "
                 f"{', '.join(exc.blocked_by)}, kept the check from deciding)"

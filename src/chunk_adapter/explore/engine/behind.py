@@ -4,8 +4,8 @@ A RECV round polls each registration once (SPEC.md: "one round over the requests
 the polling queue, each polled once"), and a registration that found nothing may be
 left alone for its pause (about 1 ms). So once a chunk of one request is due (put, and
 owed a fetch: :meth:`.latency.HopView.due`) and ten such pauses have passed since
-(:data:`ALLOWANCE`), the thread that fetches it fetches at most a
-round or two's worth of any other request's chunks before it asks for the due one.
+(:data:`ALLOWANCE`), the thread that fetches it fetches at most a round or two's worth
+of any other request's chunks before it asks for the due one.
 More than :data:`BEHIND` chunks of one other request got by that same thread after the
 allowance and before it asks is a request waiting behind another (R17 "no head-of-line
 blocking"): a receiver that keeps serving the registration that made progress, or
@@ -19,16 +19,16 @@ last through any backlog. Not once a get of the receiver has failed (after a fai
 get a receiver may back off as long as it likes, all its registrations or one, and a
 registration that made progress since may be polled again first); failed puts and
 builds are judged, and the long-haul worlds' late registrations make the backlogs.
-Only the fetching thread's
-own gets count (another thread's gets running ahead is the scheduler's doing, not a
-round's order); the window ends at the first get
-of the due key whatever it returns (a request polled is not waiting behind anyone); a
-window a cleanup, a ``load_async`` or ``stop()`` of the receiver crosses is not judged
-(the registration that was owed the chunk may be gone).
+Only the fetching thread's own gets count (another thread's gets running ahead is the
+scheduler's doing, not a round's order); the window ends at the first get of the due
+key whatever it returns (a request polled is not waiting behind anyone); a window a
+cleanup, a ``load_async`` or ``stop()`` of the receiver crosses is not judged (the
+registration that was owed the chunk may be gone).
 """
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left, bisect_right
 from collections import Counter
 
@@ -75,6 +75,10 @@ def behind_failures(history: History, scenario: Scenario, hops: tuple[Hop, ...])
             key=lambda g: g.begin,
         )
         begins = [g.begin for g in ok_gets]
+        first_failed = min(
+            (g.begin for ops in view.gets.values() for g in ops if g.outcome == "error"),
+            default=sys.maxsize,
+        )
         for put, since in view.puts_since():
             # the widest window a put can have: from its end to the next get of its key;
             # as few gets as a round makes in it decide nothing (most puts: no due to work out)
@@ -84,7 +88,7 @@ def behind_failures(history: History, scenario: Scenario, hops: tuple[Hop, ...])
                 or bisect_left(begins, asked) - bisect_right(begins, put.end) <= BEHIND
             ):
                 continue
-            waited = _waited(view, put, since, times, ok_gets, ALLOWANCE * pause)
+            waited = _waited(view, put, since, times, ok_gets, first_failed, ALLOWANCE * pause)
             if waited is not None:
                 found.append(Failure("violation", waited + hop_suffix(hops, hop), (R17,)))
                 break
@@ -97,6 +101,7 @@ def _waited(
     since: int,
     times: dict[int, float],
     ok_gets: list[ConnectorOp],
+    first_failed: int,
     allowance: float,
 ) -> str | None:
     """Why *put*'s chunk waited behind another request, or ``None`` (module doc)."""
@@ -109,12 +114,9 @@ def _waited(
     if asked is None:
         return None  # never asked for: lost or cut short, the liveness rules judge that
     rid = parsed[0]
-    if any(
-        g.outcome == "error" and g.begin < asked.begin for ops in view.gets.values() for g in ops
-    ):
+    if first_failed < asked.begin:
         return None  # after a failed get a receiver may back off as long as it likes
-    before = [call for seq, _, call in view.fences[rid] if seq < put.end]
-    if before and before[-1] == "cleanup_receiver":
+    if view.unregistered(rid, put):
         return None  # not registered when it landed: nobody was waiting for it
     if any(start < seq < asked.begin for seq, _, _ in view.fences[rid] + view.fences[None]):
         return None  # cleaned up, registered anew or stopped meanwhile

@@ -73,6 +73,8 @@ COPIES_PER_BUDGETS = 1_000
 """Copies of a repeated world that :data:`REPEAT_BUDGETS` step budgets cover: a leaky world
 is repeated until about a thousand requests are closed, and again with up to ten times as
 many copies where too few of them held theirs (:mod:`.simulate`)."""
+UNFINISHED = ("livelock", "too long")
+"""Executions cut at the step budget: a busy loop (R17), or time kept moving (no verdict)."""
 QUIET = logging.getLogger("chunk_adapter.explore.adapter")
 """The logger the explored adapter gets: records go nowhere (many executions log faults)."""
 QUIET.addHandler(logging.NullHandler())
@@ -292,7 +294,7 @@ def run_once(
     elif setup.checker is not None and any(f.kind in UNFINISHED for f in execution.failures):
         _livelock_root(execution, setup.checker)
     execution.failures.extend(clock.failures)
-    if any(f.kind in ("too long", "livelock") for f in execution.failures):
+    if any(f.kind in UNFINISHED for f in execution.failures):
         stuck = clock.never_returned()  # the scheduler stuck in a call: that is the root
         if stuck is not None:
             execution.failures = [stuck]
@@ -305,10 +307,6 @@ def run_once(
         # whose violations (a registration polled twice a round, say) come first
         execution.failures += behind_failures(history, scenario, execution.hops)
     return execution
-
-
-UNFINISHED = ("livelock", "too long")
-"""Executions cut at the step budget: a busy loop (R17), or time kept moving (no verdict)."""
 
 
 def _livelock_root(execution: Execution, checker: Checker) -> None:

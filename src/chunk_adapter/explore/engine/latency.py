@@ -125,6 +125,11 @@ class HopView:
         """:func:`_due` of *put* on this hop."""
         return _due(put, since, self.gets, times, self.fences, self.handed)
 
+    def unregistered(self, rid: str, put: ConnectorOp) -> bool:
+        """Whether no registration of *rid* was waiting when *put* landed (its last
+        receiving call before then was a cleanup)."""
+        return _unregistered(self.fences, rid, put)
+
 
 Handed = dict[str, list[tuple[int, object]]]
 """Per request, what the receiver's ``poll_ready`` handed out: (end of the call, value)."""
@@ -199,6 +204,13 @@ def _due(
     return max(starts, key=lambda s: s[1]) if starts else None
 
 
+def _unregistered(fences: Fences, rid: str | None, put: ConnectorOp) -> bool:
+    """Whether the request's last receiving call before *put* landed was a cleanup: no
+    registration was waiting for the value then."""
+    before = [call for seq, _, call in fences[rid] if seq < put.end]
+    return bool(before) and before[-1] == "cleanup_receiver"
+
+
 def _fenced(fences: Fences, rid: str, g: ConnectorOp) -> bool:
     """Whether the request was cleaned up (or the receiver stopped) while get *g* was in
     flight, or before it began with no registration since (a RECV round that read the
@@ -257,8 +269,7 @@ def _late(
         return None  # the run did not last long enough to tell
     parsed = split_key(put.key)
     rid = parsed[0] if parsed else None
-    before = [call for seq, _, call in fences[rid] if seq < put.end]
-    if before and before[-1] == "cleanup_receiver":
+    if _unregistered(fences, rid, put):
         return None  # not registered when it landed (an empty get then was a stale one)
     if any(seq > start and t <= deadline for seq, t, _ in fences[rid] + fences[None]):
         return None  # cleaned up, registered anew or stopped meanwhile
