@@ -19,6 +19,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from chunk_adapter.oracles import accepted
 from chunk_adapter.profiles import hypothesis_settings
 from chunk_adapter.stateful import make_machine
+from chunk_adapter.verify import leaks
 from tests.quality import baseline_bugs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,3 +80,25 @@ def test_the_machines_find_nothing_new_in_the_five_bugs_under_their_baseline() -
         )  # fmt: skip
     finally:
         accepted.install(accepted.Accepted())
+
+
+@pytest.mark.rule("R24")
+@pytest.mark.timeout(120)
+def test_a_stream_an_accepted_bug_never_ends_keeps_the_bounded_state_check_not_reached(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bounded-state probe hangs on five_bugs (a stream one of its bugs never ends):
+    the hang's own rule, R23, is no root cause of a baseline, so every five-bug run under
+    its baseline was inconclusive there. Now, under a baseline, one batch is run again
+    recorded and the oracles say which accepted root cause it shows: the check is then
+    "not reached" (probes._finding), not undecided."""
+    monkeypatch.setattr(leaks, "ARRIVE", 2.0)  # the waits that run out, shorter
+    monkeypatch.setattr(leaks, "BATCH_BOUND", 6.0)
+    rules = ["R15", "R11", "R14", "R16", "R6", "R9", "R12"]
+    accepted.install(accepted.Accepted.of(rules))
+    try:
+        with pytest.raises(leaks.Undecided) as info:
+            leaks.probe_bounded_state(baseline_bugs.five_bugs)
+    finally:
+        accepted.install(accepted.Accepted())
+    assert info.value.blocked_by and set(info.value.blocked_by) <= set(rules), info.value

@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis.errors import UnsatisfiedAssumption
 
 from chunk_adapter.factory import REFERENCE, load_factory
 from chunk_adapter.outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
 from chunk_adapter.stateful import Budget, OutOfBudget
 from chunk_adapter.stateful.budget import MARGIN, RESERVE_CAP, SHRINK_SHARE
+from chunk_adapter.stateful.settle import step
 from chunk_adapter.stateful.stage import NAME, run_stage
 from tests.stateful import pipeline_adapters as pa
 
@@ -230,3 +232,34 @@ def test_the_budget_stops_new_work_and_keeps_a_reserve() -> None:
     finding.record_failure(AssertionError("R9: again"))  # once per example
     assert len(finding.findings) == 1 and finding.shrink_until is not None
     assert finding.limit() == finding.shrink_until
+
+
+class _Steps:
+    """The least a harness ``step`` needs: a budget and the failed mark."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.failed = False
+
+    @step
+    def rejects(self) -> None:
+        raise UnsatisfiedAssumption  # reject(), what _unless_accepted does under a baseline
+
+    @step
+    def fails(self) -> None:
+        raise AssertionError("R9: gap")
+
+
+def test_a_rejected_step_is_not_recorded_as_a_failure() -> None:
+    """Under a baseline a step sets its example aside with reject(); the budget must not
+    keep that as a failing example (the stage reported it as "found reject(), but when
+    the shrunk example was re-run it passed": an inconclusive nothing could reproduce)."""
+    budget = Budget(time.monotonic() + 100.0, seconds=100.0, liveness=10.0)
+    budget.start_example()
+    steps = _Steps(budget)
+    with pytest.raises(UnsatisfiedAssumption):
+        steps.rejects()
+    assert steps.failed and budget.findings == []
+    with pytest.raises(AssertionError):
+        steps.fails()
+    assert [str(f.error) for f in budget.findings] == ["R9: gap"]

@@ -19,12 +19,15 @@ import pytest
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.factory import reference_factory
 from chunk_adapter.history import History
+from chunk_adapter.oracles import accepted
 from chunk_adapter.outcome import CheckResult, StageContext
-from chunk_adapter.stress import StressReport, scenarios
+from chunk_adapter.stress import StressReport, scenarios, scheduler
 from chunk_adapter.stress.report import ORACLE, ROOT
 from chunk_adapter.stress.rig import Pipeline, make_adapter, setting
 from chunk_adapter.stress.scheduler import SchedulerLoop
 from chunk_adapter.stress.stage import run_stage
+from chunk_adapter.stress.suite import STALL
+from tests.quality import baseline_bugs
 from tests.stateful import pipeline_adapters as pa
 
 
@@ -158,3 +161,52 @@ def test_handing_the_same_chunks_out_again_and_again_is_no_progress() -> None:
     start = time.monotonic()
     assert sched.run_until(lambda: False, stall=0.2, until=start + 30) == "stalled"
     assert sched.handed_out > sched.new_handed_out == 1
+
+
+@pytest.mark.rule("R23")
+def test_run_until_ends_when_its_cut_says_the_run_tells_nothing_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Quiet:
+        def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+            return {}
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(scheduler, "CUT_EVERY", 0.01)
+    asked: list[float] = []
+
+    def cut() -> bool:
+        asked.append(time.monotonic())
+        return len(asked) == 3
+
+    sched = SchedulerLoop(Pipeline(Quiet(), Quiet()), History())  # type: ignore[arg-type]
+    start = time.monotonic()
+    assert sched.run_until(lambda: False, stall=30.0, until=start + 60, cut=cut) == "set aside"
+    assert len(asked) == 3 and time.monotonic() - start < 6.0  # asked at its pace, not 30 s
+
+
+@pytest.mark.rule("R23")
+@pytest.mark.timeout(120)
+def test_under_a_baseline_a_scenario_showing_an_accepted_bug_is_set_aside_at_once() -> None:
+    """five_bugs' build-failure scenario under its baseline: its history shows accepted
+    root causes, the oracles let it pass, and a 10 s stall of the bugs' doing was then read
+    as a new R23 and re-run until the stage's budget ran out (every five-bug run under a
+    baseline was inconclusive). Now the run ends at the first judgement that shows one,
+    and the scenario is set aside naming the accepted rules."""
+    accepted.install(accepted.Accepted.of(["R15", "R11", "R14", "R16", "R6", "R9", "R12"]))
+    try:
+        ctx = StageContext(
+            "tests.quality.baseline_bugs:five_bugs", "ci", 0, 60.0,
+            "chunk-adapter verify --adapter X", deadline=time.monotonic() + 60.0,
+            only=("build failures 20%",),
+        )  # fmt: skip
+        start = time.monotonic()
+        results = list(run_stage(baseline_bugs.five_bugs, ctx))
+        took = time.monotonic() - start
+    finally:
+        accepted.install(accepted.Accepted())
+    assert [r.verdict for r in results] == ["skip"], [r.evidence for r in results]
+    assert "set aside" in results[0].evidence and "R15" in results[0].evidence
+    assert took < STALL, took  # cut at a judgement (every CUT_EVERY s), not at the stall

@@ -25,7 +25,17 @@ from dataclasses import dataclass
 
 from .violations import Violation
 
-__all__ = ["Accepted", "accepts", "accepts_all", "active", "covers", "install", "seen", "total"]
+__all__ = [
+    "Accepted",
+    "accepts",
+    "accepts_all",
+    "active",
+    "covers",
+    "install",
+    "seen",
+    "since",
+    "total",
+]
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,13 @@ def seen() -> dict[str, int]:
     since :func:`install`."""
     with _lock:
         return dict(_seen)
+
+
+def since(mark: dict[str, int]) -> tuple[str, ...]:
+    """The rules that set a history aside after *mark* (an earlier :func:`seen`), in
+    order: what a judge that ran in between found, under a baseline, and let pass."""
+    now = seen()
+    return tuple(sorted(rule for rule, count in now.items() if count > mark.get(rule, 0)))
 
 
 def total() -> int:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from hypothesis import reject
+from hypothesis.errors import UnsatisfiedAssumption
 
 from ..connectors.gates import Gate
 from ..history import ConnectorOp
@@ -66,7 +67,8 @@ def violation_type(rule: str) -> type[ContractViolation]:
 
 def step(fn: F) -> F:
     """A harness step: checks the budget first; on an exception marks the harness failed
-    (so teardown does not pile on) and records the failure with its reproducer."""
+    (so teardown does not pile on) and records the failure with its reproducer, unless
+    the step rejected its example (a baseline's accepted root cause)."""
 
     @functools.wraps(fn)
     def wrapper(self: Settling, *args: Any, **kwargs: Any) -> Any:
@@ -74,6 +76,12 @@ def step(fn: F) -> F:
             self.budget.check()
         try:
             return fn(self, *args, **kwargs)
+        except UnsatisfiedAssumption:
+            # reject(): the history showed a root cause a verify baseline accepts
+            # (_unless_accepted). The example is set aside, not failed: recorded as a
+            # failure, it would be reported as one nothing can reproduce.
+            self.failed = True
+            raise
         except Exception as exc:
             self.failed = True
             if self.budget is not None:

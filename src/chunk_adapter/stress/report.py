@@ -105,6 +105,10 @@ class StressReport:
     findings: list[Finding] = field(default_factory=list)
     measurements: dict[str, float] = field(default_factory=dict)
     incomplete: str = ""
+    set_aside: tuple[str, ...] = ()
+    """Under a verify baseline: the accepted rules the scenario's history showed (the
+    oracles let it pass so): what else it saw may be their consequence (module
+    :mod:`~chunk_adapter.oracles.accepted`), so the scenario tells nothing new."""
     _ranks: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
 
     @property
@@ -191,6 +195,10 @@ class StressReport:
         self.findings.insert(
             i, Finding((rule,) if named else (), "" if named else rule, head, rest)
         )
+
+    def accept(self, rules: tuple[str, ...]) -> None:
+        """The history showed *rules*, accepted by a verify baseline (:attr:`set_aside`)."""
+        self.set_aside = tuple(dict.fromkeys(self.set_aside + rules))
 
     def stop_at_budget(self, what: str) -> None:
         """The stage's budget ran out during *what*: no verdict on the rest."""

@@ -26,9 +26,12 @@ from .rig import HELPER_PREFIX, Pipeline
 
 __all__ = ["CallTiming", "Progress", "SchedulerLoop", "StopOutcome", "timed_stop"]
 
-Progress = Literal["done", "stalled", "budget"]
+Progress = Literal["done", "stalled", "budget", "set aside"]
 """How :meth:`SchedulerLoop.run_until` ended: done; nothing handed out for *stall*
-seconds (no progress); or the stage's budget ran out (no verdict)."""
+seconds (no progress); the stage's budget ran out (no verdict); or its *cut* said the run
+tells nothing new (its history shows a root cause a verify baseline accepts)."""
+CUT_EVERY = 1.0
+"""Seconds between two calls of :meth:`SchedulerLoop.run_until`'s *cut*."""
 
 
 @dataclass
@@ -125,6 +128,7 @@ class SchedulerLoop:
         stall: float,
         until: float | None = None,
         tick: float = 0.002,
+        cut: Callable[[], bool] | None = None,
     ) -> Progress:
         """Call ``poll_ready`` every *tick* seconds, as a scheduler's loop does, until *done()*.
 
@@ -132,12 +136,13 @@ class SchedulerLoop:
         a slow adapter keeps handing chunks out, a stuck one does not, nor one that
         hands the same ones out again and again (``new_handed_out``) — and
         ``"budget"`` at the ``monotonic()`` time *until* (the stage's budget:
-        not a verdict). The tick is the scheduler's own pace, not a guess at
+        not a verdict), and ``"set aside"`` when *cut()*, asked every :data:`CUT_EVERY`
+        seconds, says so. The tick is the scheduler's own pace, not a guess at
         how long the adapter needs: the loop ends as soon as *done()* holds.
         """
         pace = threading.Event()  # never set: its wait() is the tick
         last = self.new_handed_out
-        moved = time.monotonic()
+        moved = asked = time.monotonic()
         while True:
             self.drain()
             if done():
@@ -149,6 +154,10 @@ class SchedulerLoop:
                 return "stalled"
             if until is not None and now >= until:
                 return "budget"
+            if cut is not None and now - asked >= CUT_EVERY:
+                asked = now
+                if cut():
+                    return "set aside"
             pace.wait(tick)
 
     def stats(self) -> Any | None:

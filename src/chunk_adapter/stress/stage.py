@@ -16,7 +16,11 @@ adapter under test) does not fail it: a reference failing it means the machine
 was too slow or loaded for a time bound (``inconclusive``,
 :func:`~chunk_adapter.factory.calibration_reference`); else ``inconclusive``. Under a
 verify baseline that accepts every rule a finding breaks, it is not re-run: it is
-reported as accepted, never a red, and its waits would spend the budget twice.
+reported as accepted, never a red, and its waits would spend the budget twice. A
+scenario whose history shows an accepted root cause (the oracles let such a history
+pass, :mod:`~chunk_adapter.oracles.accepted`) is set aside (``skip``, with the rules):
+what else it saw — a stall, a count — may be that bug's consequence. Its run ends at the
+first such sign (:func:`~.verdicts.judge_delivery`).
 An advisory scenario
 (the loopback variant) never fails: what it finds is a note. So is a
 ``stats()`` counter that disagrees with the recording (an operator API, not
@@ -119,6 +123,14 @@ def _judge(
     failures = report.contract_failures()
     notes = [f for f in report.failures if f not in failures]
     seconds = time.monotonic() - start
+    if report.set_aside:
+        return CheckResult(
+            "stress", name, rules, "skip",
+            f"{name}: set aside: its history shows {', '.join(report.set_aside)}, a root "
+            "cause the baseline accepts, so what else it saw may be that bug's doing: it "
+            "tells nothing new (the other checks search on in histories free of it)",
+            seconds=seconds, coverage=f"set aside: {', '.join(report.set_aside)} accepted",
+        )  # fmt: skip
     if failures and run.advisory:
         notes = failures + notes
         failures = []

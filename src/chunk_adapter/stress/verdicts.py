@@ -17,7 +17,7 @@ from typing import Any
 from ..bed.crashes import Crash
 from ..bed.waiting import FREE_STOP_BOUND, UNKNOWN_JOIN_STOP_BOUND, blocked_stop_bound
 from ..history import History
-from ..oracles import check
+from ..oracles import accepted, check
 from ..rules import R18, R22, R23
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
@@ -53,8 +53,14 @@ SETTLE_SECONDS = 2.0
 def judge_history(
     report: StressReport, history: History, *, quiescent: bool, put_tries: int | None
 ) -> None:
-    """Every oracle violation in *history* becomes a failure, placed root cause first."""
+    """Every oracle violation in *history* becomes a failure, placed root cause first.
+
+    Under a verify baseline, a history that shows an accepted root cause has none
+    (:func:`~chunk_adapter.oracles.check`); the report keeps the rules it showed
+    (:attr:`~.report.StressReport.set_aside`)."""
+    mark = accepted.seen()
     violations = check(history, quiescent=quiescent, put_tries=put_tries)
+    report.accept(accepted.since(mark))
     for v in violations[:MAX_LISTED]:
         report.add(str(v), ORACLE if v.at is not None else LIVENESS, v.at, rule=v.rule)
     if len(violations) > MAX_LISTED:
@@ -148,9 +154,25 @@ def judge_delivery(
     instead. Then the threads that must be alive and the oracles over the
     history. ``True`` when every stream arrived (the counters can be compared).
     """
-    progress = sched.run_until(lambda: sched.finished >= expected, deadline, until)
+
+    def shows_accepted() -> bool:  # the history so far, under a baseline (below)
+        judge_history(report, rig.history, quiescent=False, put_tries=rig.put_tries)
+        return bool(report.set_aside)
+
+    # Under a verify baseline the run ends as soon as its history shows an accepted root
+    # cause: what follows may be its consequence (a stall of 10 s among them), so the
+    # rest of the run could only spend the stage's budget (module .stage).
+    progress = sched.run_until(
+        lambda: sched.finished >= expected,
+        deadline,
+        until,
+        cut=shows_accepted if accepted.active() else None,
+    )
     report.measure("seconds_to_complete", time.monotonic() - since)
     missing = sorted(expected - sched.finished)
+    if progress == "set aside":
+        judge_thread_crashes(report, crashes)
+        return False
     if progress == "stalled":
         report.fail(
             R23,

@@ -35,6 +35,7 @@ nothing is kept.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import tracemalloc
 from collections.abc import Callable, Iterable
@@ -46,6 +47,9 @@ from ..bed.waiting import Hang, call_bounded, stopping, wait_until
 from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
+from ..history import History
+from ..oracles import accepted, check
+from ..oracles.records import RecordedAdapter
 from ..oracles.violations import ContractViolation
 from ..rules import R23, R24, RECENT_REQUESTS
 
@@ -94,14 +98,18 @@ Factory = Callable[..., AdapterLike]
 
 
 class _Pipeline:
-    """A sender and a receiver over one consuming, log-free memory connector."""
+    """A sender and a receiver over one consuming, log-free memory connector; with
+    *record*, every call and connector operation recorded there (for the oracles)."""
 
-    def __init__(self, factory: Factory) -> None:
-        bed = Bed(consume_on_get=True, keep_puts=0)
+    def __init__(self, factory: Factory, record: History | None = None) -> None:
+        bed = Bed(consume_on_get=True, keep_puts=0, record=record or False)
         assert bed.memory is not None  # a Bed without base= has its memory layer
         self.conn: MemoryConnector = bed.memory
         self.snd = bed.adapter(factory, bound=FACTORY, what="the factory (sender)", stage_id=0)
         self.rcv = bed.adapter(factory, bound=FACTORY, what="the factory (receiver)", stage_id=1)
+        if record is not None:
+            self.snd = RecordedAdapter(self.snd, record, "sender")
+            self.rcv = RecordedAdapter(self.rcv, record, "receiver")
         self.prefix = 0
         self.puts = 0  # puts the sender must have made so far (the connector counts them)
 
@@ -233,6 +241,25 @@ def _finding(per_request: float, grown: Iterable[str], ids: int) -> str | None:
     return "; ".join(parts)
 
 
+def _blocked_by(factory: Factory, hang: Hang) -> tuple[str, ...]:
+    """The rules of what kept the check from deciding: the *hang*'s, or, under a verify
+    baseline, the accepted root causes one batch shows when it is run again recorded and
+    judged by the oracles once its waits ran out (a cancelled final an accepted bug drops
+    is a stream that never ends here: not a new finding, and not for this check to name).
+    """
+    if not accepted.active():
+        return hang.broken
+    history = History()
+    mark = accepted.seen()
+    with contextlib.suppress(Hang):
+        p = _Pipeline(factory, record=history)
+        with stopping(p.snd, p.rcv, seconds=CALL):
+            with contextlib.suppress(Hang):
+                call_bounded(lambda: p.batch(BATCH), BATCH_BOUND, f"a batch of {BATCH} ids")
+            check(history, quiescent=True)  # before the stop: a stopped side is not judged
+    return accepted.since(mark) or hang.broken
+
+
 def probe_bounded_state(factory: Factory) -> None:
     """R24: after finals, cleanups and used-up cancel marks, nothing is kept per request."""
     started = not tracemalloc.is_tracing()
@@ -247,7 +274,7 @@ def probe_bounded_state(factory: Factory) -> None:
                 return
             second = _finding(*_window(p, CONFIRM))  # the confirmation, four times as long
     except Hang as exc:  # slow or stuck here is for the other checks to name
-        raise Undecided(f"R24 not decided: {exc}", exc.broken) from exc
+        raise Undecided(f"R24 not decided: {exc}", _blocked_by(factory, exc)) from exc
     finally:
         if started:
             tracemalloc.stop()
