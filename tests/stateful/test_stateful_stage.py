@@ -23,7 +23,7 @@ from hypothesis.errors import UnsatisfiedAssumption
 from chunk_adapter.factory import REFERENCE, load_factory
 from chunk_adapter.outcome import PASTE_BEGIN, PASTE_END, CheckResult, StageContext
 from chunk_adapter.stateful import Budget, OutOfBudget
-from chunk_adapter.stateful.budget import MARGIN, RESERVE_CAP, SHRINK_SHARE
+from chunk_adapter.stateful.budget import MARGIN, RESERVE_CAP, SHRINK_SHARE, Enough
 from chunk_adapter.stateful.settle import step
 from chunk_adapter.stateful.stage import NAME, run_stage
 from tests.stateful import pipeline_adapters as pa
@@ -263,3 +263,26 @@ def test_a_rejected_step_is_not_recorded_as_a_failure() -> None:
     with pytest.raises(AssertionError):
         steps.fails()
     assert [str(f.error) for f in budget.findings] == ["R9: gap"]
+
+
+def test_examples_a_baseline_set_aside_count_toward_the_planned_ones() -> None:
+    """Hypothesis does not count a rejected example, so under a baseline whose bugs show in
+    most examples it searched on for 150 that were not, and the machines ran out of
+    budget ("141 of 150 examples": inconclusive on every five-bug run). The budget ends
+    the run once the planned examples ran, set-aside ones counted, and only then."""
+    budget = Budget(time.monotonic() + 100.0, seconds=100.0, liveness=10.0, planned=3)
+    budget.start_example()
+    budget.example_passed()
+    for _ in range(2):
+        budget.start_example()
+        budget.set_aside_example()
+        budget.set_aside_example()  # once per example
+    assert (budget.done, budget.set_aside) == (1, 2)
+    with pytest.raises(Enough):
+        budget.start_example()
+    assert budget.enough and not budget.aborted
+    plain = Budget(time.monotonic() + 100.0, seconds=100.0, liveness=10.0, planned=1)
+    plain.start_example()
+    plain.example_passed()
+    plain.start_example()  # none set aside: Hypothesis ends the run itself, as before
+    assert not plain.enough

@@ -34,7 +34,15 @@ from typing import Any
 
 from ..finding import Finding, first_line
 
-__all__ = ["Budget", "FailingExample", "OutOfBudget", "finding_of", "first_rules", "headline"]
+__all__ = [
+    "Budget",
+    "Enough",
+    "FailingExample",
+    "OutOfBudget",
+    "finding_of",
+    "first_rules",
+    "headline",
+]
 
 MARGIN = 2.0
 """Seconds kept besides the measured re-runs: starting a worker thread, reporting."""
@@ -55,6 +63,12 @@ hundreds of times what a settle takes on a loaded machine."""
 
 class OutOfBudget(BaseException):
     """Ends a machines run at the budget (not an ``Exception``: Hypothesis lets it through)."""
+
+
+class Enough(OutOfBudget):
+    """Ends a machines run once the planned examples ran, those a verify baseline set aside
+    counted (:meth:`Budget.set_aside_example`): Hypothesis does not count a rejected
+    example, and would search on for as many that are not."""
 
 
 @dataclass(frozen=True)
@@ -114,16 +128,28 @@ class Budget:
     """
 
     def __init__(
-        self, deadline: float, *, seconds: float, liveness: float, split_by_rule: bool = False
+        self,
+        deadline: float,
+        *,
+        seconds: float,
+        liveness: float,
+        split_by_rule: bool = False,
+        planned: int | None = None,
     ) -> None:
         """*split_by_rule* (``verify --all``): the machines raise a distinct exception type
-        per root rule, so Hypothesis keeps and shrinks one failure per rule."""
+        per root rule, so Hypothesis keeps and shrinks one failure per rule. *planned*:
+        the examples to run, set-aside ones included (:class:`Enough`); ``None``: as
+        many as Hypothesis runs."""
         self.deadline = deadline
         self.split_by_rule = split_by_rule
         self.seconds = seconds
         self.liveness = liveness
         self.started = 0  # examples begun
         self.done = 0  # examples that ran to the end and passed, before any failure
+        self.planned = planned
+        self.set_aside = 0  # examples ended by a root cause a verify baseline accepts
+        self.enough = False  # the planned examples ran (Enough ended the run)
+        self._example_set_aside = False
         self.slowest = 0.0  # seconds, of a passing example
         self.findings: list[FailingExample] = []
         self.aborted = False
@@ -157,9 +183,23 @@ class Budget:
     # ----------------------------------------------------------------- examples
     def start_example(self) -> None:
         self.check()
+        planned = self.planned
+        # Only once one was set aside: else Hypothesis ends the run itself, as it always did.
+        enough = planned is not None and self.done + self.set_aside >= planned
+        if enough and self.set_aside and not self.findings:
+            self.enough = True
+            raise Enough(f"{self.done} example(s) passed, {self.set_aside} set aside")
         self.started += 1
         self._example_start = time.monotonic()
         self._example_failed = False
+        self._example_set_aside = False
+
+    def set_aside_example(self) -> None:
+        """The running example showed a root cause a verify baseline accepts and ends
+        (``reject()``): it ran, and told nothing new. Counted once."""
+        if not self._example_set_aside and not self._example_failed:
+            self._example_set_aside = True
+            self.set_aside += 1
 
     def example_passed(self) -> None:
         if not self.findings:

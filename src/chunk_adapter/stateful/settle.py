@@ -313,7 +313,12 @@ class Settling:
         verify baseline accepts (:mod:`~chunk_adapter.oracles.accepted`): the adapter left
         the model there, so what the machine compares after it is that bug's consequence."""
         if accepted.total() != self.accepted_mark:
-            reject()
+            self._set_aside()
+
+    def _set_aside(self) -> None:
+        if self.budget is not None:
+            self.budget.set_aside_example()
+        reject()
 
     def _compare_sent(self, what: str) -> None:
         ops = sorted(self.world.history.records(ConnectorOp), key=lambda o: o.begin)
@@ -324,7 +329,7 @@ class Settling:
 
     def _fail(self, what: str, violations: list[Violation]) -> None:
         if accepted.covers(violations):
-            reject()
+            self._set_aside()
         self._unless_accepted()
         recent = "; ".join(self.steps[-8:])
         context = f"  at step: {what}\n  recent steps: {recent}"

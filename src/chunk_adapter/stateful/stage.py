@@ -99,8 +99,13 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     ctx.announce(name)
     start = time.monotonic()
     end = ctx.deadline - END_MARGIN
+    planned = profile.max_examples
     budget = Budget(
-        end, seconds=ctx.seconds, liveness=profile.liveness_timeout, split_by_rule=ctx.run_all
+        end,
+        seconds=ctx.seconds,
+        liveness=profile.liveness_timeout,
+        split_by_rule=ctx.run_all,
+        planned=planned,
     )
     reproduce = f"{ctx.replay_prefix} --stage stateful"
     machine = make_machine(factory, reproduce=reproduce, budget=budget)
@@ -108,10 +113,13 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
     if ctx.run_all:  # keep one failure per root rule, not only the first
         settings = Settings(settings, report_multiple_bugs=True)
     finished, outcome = _on_thread(lambda: _run(lambda: run_machine(machine, settings)), end)
-    planned = profile.max_examples
     # Hypothesis may run a few more passing examples than max_examples (it counts
-    # only some of them): the coverage says how many of the planned ones ran.
-    coverage = f"{min(budget.done, planned)} of {planned} examples"
+    # only some of them): the coverage says how many of the planned ones ran. Under a
+    # verify baseline an example that showed an accepted root cause ran too, and is
+    # counted, set aside (Budget.set_aside_example).
+    coverage = f"{min(budget.done + budget.set_aside, planned)} of {planned} examples"
+    if budget.set_aside:
+        coverage += f" ({budget.set_aside} set aside: a root cause the baseline accepts)"
 
     def result(verdict: Any, evidence: str, **kw: Any) -> CheckResult:
         rules = kw.pop("rules", STATEFUL_RULES)
@@ -129,7 +137,12 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
                 "time (--max-seconds)",
                 coverage=coverage,
             )
-        elif outcome is not None and outcome[0] is not None and not budget.aborted:
+        elif (
+            outcome is not None
+            and outcome[0] is not None
+            and not budget.enough
+            and (not budget.aborted)
+        ):
             error = outcome[0]
             yield result(
                 "inconclusive",
@@ -145,7 +158,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
                 "violation; the rest did not run. Give verify more time (--max-seconds)",
                 coverage=coverage,
             )
-        else:
+        else:  # Hypothesis ended, or Enough did (the planned examples ran)
             yield result(
                 "pass", f"{name} ({_settings(profile)}): no violation ({coverage})",
                 coverage=coverage,

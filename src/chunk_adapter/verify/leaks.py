@@ -71,6 +71,9 @@ CONFIRM = 6000
 """Ids in the confirming window. Readings are one batch apart, so the lows of a record that
 is filled and cleared may differ by up to one batch's records (62 streams) in either
 window; over :data:`CONFIRM` ids that error is a quarter of what it is over :data:`WINDOW`."""
+DIAGNOSE = 2.0
+"""Seconds each wait of the recorded batch that diagnoses a hang may take (the hang was
+seen already: this only lets what is in flight settle before the oracles judge)."""
 PER_REQUEST = 16.0
 """Bytes retained per finished request above which growth is a suspicion."""
 DEPTHS = frozenset(
@@ -101,7 +104,9 @@ class _Pipeline:
     """A sender and a receiver over one consuming, log-free memory connector; with
     *record*, every call and connector operation recorded there (for the oracles)."""
 
-    def __init__(self, factory: Factory, record: History | None = None) -> None:
+    def __init__(
+        self, factory: Factory, record: History | None = None, arrive: float | None = None
+    ) -> None:
         bed = Bed(consume_on_get=True, keep_puts=0, record=record or False)
         assert bed.memory is not None  # a Bed without base= has its memory layer
         self.conn: MemoryConnector = bed.memory
@@ -110,6 +115,7 @@ class _Pipeline:
         if record is not None:
             self.snd = RecordedAdapter(self.snd, record, "sender")
             self.rcv = RecordedAdapter(self.rcv, record, "receiver")
+        self.arrive = ARRIVE if arrive is None else arrive  # seconds each wait may take
         self.prefix = 0
         self.puts = 0  # puts the sender must have made so far (the connector counts them)
 
@@ -125,7 +131,7 @@ class _Pipeline:
             )
 
         streams = len(finals) + len(firsts)
-        wait_until(arrived, ARRIVE, f"the chunks of {streams} streams", rules=(R23,))
+        wait_until(arrived, self.arrive, f"the chunks of {streams} streams", rules=(R23,))
 
     def batch(self, size: int) -> None:
         """*size* request ids, each through one of the four shapes (module doc)."""
@@ -157,7 +163,7 @@ class _Pipeline:
             r.cleanup_receiver(rid)
         wait_until(
             lambda: self.conn.put_count >= self.puts,
-            ARRIVE,
+            self.arrive,
             f"{self.puts} puts in all",
             rules=(R23,),
         )
@@ -247,15 +253,15 @@ def _blocked_by(factory: Factory, hang: Hang) -> tuple[str, ...]:
     judged by the oracles once its waits ran out (a cancelled final an accepted bug drops
     is a stream that never ends here: not a new finding, and not for this check to name).
     """
-    if not accepted.active():
+    if not accepted.active() or accepted.accepts_all(hang.broken):
         return hang.broken
     history = History()
     mark = accepted.seen()
     with contextlib.suppress(Hang):
-        p = _Pipeline(factory, record=history)
+        p = _Pipeline(factory, record=history, arrive=DIAGNOSE)
         with stopping(p.snd, p.rcv, seconds=CALL):
             with contextlib.suppress(Hang):
-                call_bounded(lambda: p.batch(BATCH), BATCH_BOUND, f"a batch of {BATCH} ids")
+                call_bounded(lambda: p.batch(BATCH), 3 * DIAGNOSE, f"a batch of {BATCH} ids")
             check(history, quiescent=True)  # before the stop: a stopped side is not judged
     return accepted.since(mark) or hang.broken
 
