@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
+from chunk_adapter.examples import EXAMPLE_RULES, ExampleOutcome, expect_snapshots
 from chunk_adapter.factory import REFERENCE
 from tests.unit._rig import Rig, chunk, wait_recv_passed
 
@@ -86,3 +87,21 @@ def test_example_3_p0_past_the_cancel_check_is_put(rig: Rig, mem: MemoryConnecto
     received, puts = _example_3(rig, mem, blocker=None)
     assert received == [chunk("p0"), chunk(None, True)]
     assert puts == ["w_0_0", "w_0_1"]
+
+
+def _judged(got: list[dict[str, Any]]) -> tuple[str, ...]:
+    out = ExampleOutcome("example 2", EXAMPLE_RULES["example_2"])
+    expect_snapshots(out, got)
+    return out.broken
+
+
+@pytest.mark.rule("R4", "R15")
+def test_a_chunk_handed_out_again_is_r15_not_a_wrong_snapshot() -> None:
+    """A poll_ready without the swap hands 'v''s first chunk out again; that read as R4 (a
+    wrong snapshot) first, so under a baseline accepting R15 one run of a five-bug adapter
+    named a new R4 that the next run did not repeat."""
+    a, ab = chunk(["a"]), chunk(["a", "b"], True)
+    assert _judged([a, ab]) == ()
+    assert _judged([a, a, ab]) == ("R15",)
+    assert _judged([chunk(["a", "b"]), ab]) == ("R4",)  # no snapshot: still R4
+    assert _judged([ab, chunk(["a", "b"]), ab])[0] == "R4"
