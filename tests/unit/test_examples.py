@@ -6,9 +6,12 @@ from typing import Any
 
 import pytest
 
+from chunk_adapter import ChunkAdapter, examples
+from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
 from chunk_adapter.examples import EXAMPLE_RULES, ExampleOutcome, expect_snapshots
 from chunk_adapter.factory import REFERENCE
+from tests.quality import broken_stateful
 from tests.unit._rig import Rig, chunk, wait_recv_passed
 
 
@@ -105,3 +108,29 @@ def test_a_chunk_handed_out_again_is_r15_not_a_wrong_snapshot() -> None:
     assert _judged([a, a, ab]) == ("R15",)
     assert _judged([chunk(["a", "b"]), ab]) == ("R4",)  # no snapshot: still R4
     assert _judged([ab, chunk(["a", "b"]), ab])[0] == "R4"
+
+
+class _NoFinals(ChunkAdapter):
+    """Never queues a final: the stream never ends, cancelled or not."""
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        if not is_final:
+            super().save_async(request_id, obj, is_final)
+
+
+@pytest.mark.rule("R6", "R11")
+def test_example_3_names_the_cancel_when_the_final_comes_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A final that never comes in example 3 is R6 when the same example without its
+    cancel_sender delivers it (a cancelled final dropped; it read as R11, a second root
+    cause beside R6 for one defect, and a baseline entry another seed did not see), and
+    stays R11 when no final comes either way."""
+    monkeypatch.setattr(examples, "ARRIVE", 1.0)  # the waits that run out, shorter
+    with pytest.raises(Hang) as dropped:
+        examples.example_3(broken_stateful.final_dropped_on_cancel)
+    assert dropped.value.broken == ("R6", "R11") and "root R6" in str(dropped.value)
+    with pytest.raises(Hang) as never:
+        examples.example_3(_NoFinals)
+    assert never.value.broken == ("R11",), never.value
+    assert examples.example_3(ChunkAdapter).ok  # the reference: the example holds

@@ -150,6 +150,8 @@ def test_an_entry_not_seen_is_stale_and_the_run_still_passes(tmp_path: Path) -> 
     assert judgement is not None and [e.rule for e in judgement.stale] == ["R16"]
     text = text_of(report)
     assert "STALE baseline entries" in text and "\n  R16 — `cleanup_receiver` is a" in text
+    # found by the machines only (a search): this run's seed may just not have reached it
+    assert "(found by a search only, stateful/machines: another seed may not" in text, text
     assert "no proof of a fix" not in text  # every check decided
     unsure = CheckResult("explore", "q5", ("R16",), "inconclusive", "budget")
     assert "no proof of a fix" in text_of(run(no_swap("c"), unsure, baseline=baseline))

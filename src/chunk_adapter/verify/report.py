@@ -232,7 +232,7 @@ def write_text(report: VerifyReport, out: TextIO) -> None:
               f"fixed, delete them from {report.baseline.path if report.baseline else ''}:",
               file=out)  # fmt: skip
         for entry in judgement.stale:
-            print(f"  {entry.title}", file=out)
+            print(f"  {entry.title}{_found_by(entry.seen_by)}", file=out)
     known_note = ""
     accepted_count = judgement.accepted_count if judgement else 0
     if accepted_count:
@@ -264,3 +264,18 @@ def write_json(report: VerifyReport, path: str) -> None:
     with open(path, "w", encoding="utf-8") as out:
         json.dump(report.to_json(), out, indent=2, default=repr)
         out.write("\n")
+
+
+SEARCHES = ("simulate/", "explore/", "stateful/", "stress/")
+"""Stages that search (seeded): another seed may not reach what one found."""
+
+
+def _found_by(checks: tuple[str, ...]) -> str:
+    """Where a stale entry was found when the file was written: a bug only a search found
+    may just not have been reached by this run's seed."""
+    if not checks:
+        return ""
+    shown = ", ".join(checks[:2]) + (f" (+{len(checks) - 2})" if len(checks) > 2 else "")
+    if all(c.startswith(SEARCHES) for c in checks):
+        return f" (found by a search only, {shown}: another seed may not reach it)"
+    return f" (found by {shown})"
