@@ -47,3 +47,20 @@ def test_lost_notifications_are_caught_with_the_rule_and_the_times() -> None:
         probes_handoff.probe_prompt_handoff(_deaf)
     assert caught.value.rules == ["R17"], caught.value.violations
     assert "fastest of 6 chunks" in str(caught.value)
+
+
+class _NoSwap(ChunkAdapter):
+    """poll_ready copies the ready lists instead of swapping them out (a seeded bug)."""
+
+    def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+        with self._recv_lock:
+            return {rid: list(values) for rid, values in self._ready.items()}
+
+
+@pytest.mark.rule("R15", "R14")
+def test_a_chunk_handed_out_again_is_named_r15_not_r14() -> None:
+    """Its root is the missing swap (R15); it read as R14 (a wrong chunk), one more root
+    cause for one defect in a baseline (docs/verify.md, baselines)."""
+    with pytest.raises(ContractViolation, match=r"^R15: poll_ready handed out") as caught:
+        probes_handoff.handoff_times(_NoSwap, notify=False, hops=2)
+    assert caught.value.rules == ["R15"] and caught.value.violations[0].also == ("R14",)

@@ -30,7 +30,7 @@ from ..bed.waiting import call_bounded, stopping, wait_until
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterFactory
 from ..oracles.violations import ContractViolation
-from ..rules import R14, R17
+from ..rules import R14, R15, R17
 
 __all__ = ["HOPS", "HOP_BOUND", "handoff_times", "probe_prompt_handoff"]
 
@@ -42,12 +42,13 @@ STOP = 5.0  # s for stop() at the end (R18's own probes check promptness)
 def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) -> list[float]:
     """Seconds from ``save_async`` to ``poll_ready`` handing the chunk out, one chunk at a
     time, for *hops* chunks after a first (start-up) one. Raises
-    :class:`~chunk_adapter.oracles.violations.ContractViolation` (R14) if a chunk comes
-    back wrong."""
+    :class:`~chunk_adapter.oracles.violations.ContractViolation` if a chunk comes back
+    wrong (R14), or again (R15: handed out by an earlier hop already)."""
     bed = Bed(notify=notify)
     snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
     rcv = bed.adapter(factory, bound=FACTORY, stage_id=1)
     times: list[float] = []
+    before: list[Any] = []  # every chunk handed out by an earlier hop
     with stopping(snd, rcv, seconds=STOP):
         call_bounded(lambda: rcv.load_async("h"), CALL, "load_async('h')")
         for i in range(hops + 1):
@@ -67,10 +68,19 @@ def handoff_times(factory: AdapterFactory, *, notify: bool, hops: int = HOPS) ->
             wait_until(arrived, ARRIVE, f"chunk {i} of 'h' handed out by poll_ready")
             times.append(time.monotonic() - start)
             expected = [{"data": i, "finished": final}]
+            again = [c for c in got if c in before]
+            if again:  # handed out a second time: poll_ready did not swap it out
+                raise ContractViolation.of(
+                    R15,
+                    f"poll_ready handed out {again} for 'h' again, with {got}; expected "
+                    f"{expected} (poll_ready must swap out what it returns)",
+                    also=(R14,),
+                )
             if got != expected:
                 raise ContractViolation.of(
                     R14, f"poll_ready handed out {got} for 'h', expected {expected}"
                 )
+            before += got
     return times[1:]
 
 
