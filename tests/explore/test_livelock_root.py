@@ -18,8 +18,10 @@ import pytest
 
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.explore import LIBRARY, RandomStrategy, explore
+from chunk_adapter.explore.engine import execution as execution_module
 from chunk_adapter.explore.engine.execution import Execution
 from chunk_adapter.explore.runtime.controller import CHECKPOINT_EVERY
+from chunk_adapter.explore.runtime.tasks import Failure
 from chunk_adapter.oracles import Violation, accepted
 from chunk_adapter.rules import R13
 from tests.quality.broken_stress import busy_spinning_recv
@@ -91,3 +93,24 @@ def test_under_a_baseline_an_execution_is_cut_once_its_history_shows_an_accepted
                      checker=judge_root)  # fmt: skip
     assert report.failure is None and report.executions == 3
     assert report.steps <= 3 * CHECKPOINT_EVERY, report.steps  # not 3 x 50,000
+
+
+KEPT = Failure("violation", "R24: the receiver still holds 1000 closed requests", ("R24",))
+
+
+@pytest.mark.rule("R24")
+def test_what_else_a_history_with_an_accepted_violation_shows_is_set_aside_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The world judges R24 (and R17's count) after the oracles, on the premise that the
+    history passed them: its closed requests' finals were put. Under a baseline a history
+    showing an accepted violation passes them only by being set aside, and a cancelled
+    final the accepted bug dropped keeps its cancel mark for good: that read as a new R24
+    (five_bugs, seed 6, exit 1). Now the whole execution is set aside with it."""
+    monkeypatch.setattr(execution_module, "retained_failures", lambda execution: [KEPT])
+    assert kinds(lambda execution: [], ChunkAdapter, 50_000) == ["violation"]  # R24 alone
+    accepted.install(accepted.Accepted.of([R13]))
+    try:
+        assert kinds(judge_root, ChunkAdapter, 50_000) is None
+    finally:
+        accepted.install(accepted.Accepted())
