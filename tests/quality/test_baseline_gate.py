@@ -26,12 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 BUGS = "tests.quality.baseline_bugs"
 
 
-def verify(tmp_path: Path, adapter: str, *flags: str) -> tuple[int, dict[str, Any]]:
+def verify(
+    tmp_path: Path, adapter: str, *flags: str, stages: tuple[str, ...] = ("--stage", "examples")
+) -> tuple[int, dict[str, Any]]:
     report = tmp_path / f"{adapter}.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "chunk_adapter", "verify", "-q", "--stage", "examples",
+        [sys.executable, "-m", "chunk_adapter", "verify", "-q", *stages,
          "--adapter", f"{BUGS}:{adapter}", "--json", str(report), *flags],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert report.exists(), proc.stdout + proc.stderr
     return proc.returncode, json.loads(report.read_text())
@@ -56,6 +58,22 @@ def test_a_baseline_accepts_the_known_fails_the_new_and_calls_the_fixed_stale(
     # the fixed poll_ready's entries (its double hand-outs, R15/R14, and the worked
     # example's R4 reading of them) are not seen any more
     assert stale and stale <= {"R4", "R14", "R15"}, four["baseline"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_whole_verify_under_the_baseline_it_wrote_names_nothing_new(tmp_path: Path) -> None:
+    """Every stage, ci profile: the five bugs' baseline written at seed 0 and judged at
+    seed 3. No root cause may read as new (a red on known bugs: the stall of a scenario
+    an accepted bug stopped read as R23; state kept for the final it dropped, R24; a
+    repeated chunk, R4). Exit 0 is what docs/quality.md measures; on a loaded machine a
+    check may still run out of budget (exit 3), never 1."""
+    baseline = str(tmp_path / "baseline.toml")
+    ci = ("--profile", "ci")
+    verify(tmp_path, "five_bugs", "--write-baseline", baseline, "--seed", "0", stages=ci)
+    code, judged = verify(tmp_path, "five_bugs", "--baseline", baseline, "--seed", "3", stages=ci)
+    new = [g for g in judged["groups"] if g["status"] == "new"]
+    assert code in (0, 3) and not new, new
 
 
 @pytest.mark.slow
