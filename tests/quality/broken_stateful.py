@@ -13,29 +13,49 @@ from typing import Any
 
 from chunk_adapter._validate import check_final, check_request_id
 from chunk_adapter.adapter import ChunkAdapter
-from chunk_adapter.connectors.base import chunk_key
 
 
 class MissingTokenCheck(ChunkAdapter):
-    """Commits what a get returned without checking the registration's token (R16)."""
+    """Commits what a get returned without checking the registration's token (R16).
+
+    The reference's ``_poll_one`` with its one check changed: a value is committed to
+    whatever registration of the request is there when the get returns, not only to
+    the one the get was made for. Everything else is the reference's bookkeeping, so
+    the adapter carries this bug and no other.
+    """
 
     def _poll_one(self, request_id: str, token: object, key: str, chunk_id: int) -> bool:
+        value: Any = None
         try:
             value = self.connector.get(key)
         except Exception:
+            self._get_failed = True
+        if value is not None and not isinstance(value, dict):
             value = None
         with self._recv_lock:
+            self._recv_counts["gets"] += 1
+            current = self._tokens.get(request_id)
             if value is None:
-                if self._tokens.get(request_id) is token:
+                if current is token:
                     self._queue.append((request_id, token))
+                else:
+                    self._awaited.discard(key)
                 return False
-            if request_id not in self._tokens:
+            self._awaited.discard(key)
+            if current is None:
+                self._recv_counts["stale_discarded"] += 1
                 return False
-            # BUG: no "self._tokens[request_id] is token" check before committing.
+            # BUG: no "current is token" check: a get made for a cleaned-up registration
+            # commits into the request's next one.
             self._ready.setdefault(request_id, []).append(value)
             self._next_recv_id[request_id] = chunk_id + 1
-            if not value.get("finished"):
-                self._queue.append((request_id, self._tokens[request_id]))
+            self._recv_counts["committed"] += 1
+            self._stalled.discard(request_id)
+            if value.get("finished"):
+                self._progress_at.pop(request_id, None)
+            else:
+                self._progress_at[request_id] = self.runtime.monotonic()
+                self._queue.append((request_id, current))
             return True
 
 
@@ -48,26 +68,19 @@ class PollNoSwap(ChunkAdapter):
 
 
 class IdBumpedBeforePut(ChunkAdapter):
-    """Advances the chunk id before the put succeeds, so a retry skips an id (R9)."""
+    """Advances the chunk id before the put succeeds, so a retry skips an id (R9).
 
-    def _put_with_retries(self, request_id: str, value: dict[str, Any], is_final: bool) -> None:
-        tries = 0
-        while not self._stop.is_set():
-            with self._send_lock:
-                chunk_id = self._next_send_id.get(request_id, 0)
-                self._next_send_id[request_id] = chunk_id + 1  # BUG: before the put
-            try:
-                self.connector.put(chunk_key(request_id, self.stage_id, chunk_id), value)
-            except Exception:
-                tries += 1
-                if not is_final and tries >= self.put_tries:
-                    return
-                continue
-            if is_final:
-                with self._send_lock:
-                    self._next_send_id.pop(request_id, None)
-                    self._cancelled.discard(request_id)
-            return
+    The reference's put, but a failed try uses up its chunk id: the retry goes out
+    under the next one.
+    """
+
+    def _put_once(self, attempt: Any) -> float | None:
+        pause = super()._put_once(attempt)
+        if pause is not None:  # the try failed and will be retried
+            with self._send_lock:  # BUG: the failed try's id is used up anyway
+                rid = attempt.request_id
+                self._next_send_id[rid] = self._next_send_id.get(rid, 0) + 1
+        return pause
 
 
 class FinalDroppedOnCancel(ChunkAdapter):
@@ -115,7 +128,9 @@ class LoadNotIdempotent(ChunkAdapter):
             token = object()  # BUG: no "already registered" check
             self._tokens[request_id] = token
             self._next_recv_id[request_id] = 0
+            self._progress_at[request_id] = self.runtime.monotonic()
             self._queue.append((request_id, token))
+            self._recv_signal += 1  # the reference's wake-up: this bug is R12's alone
             self._recv_cond.notify()
 
 
@@ -206,7 +221,7 @@ EXPECTED: dict[str, set[str]] = {
     "final_dropped_on_cancel": {"R6", "R11"},
     "missing_snapshot": {"R4"},
     "get_past_final": {"R13"},
-    "load_not_idempotent": {"R12", "R13", "R14", "R23", "R17"},  # R17: no wake-up signal
+    "load_not_idempotent": {"R12", "R13", "R14", "R23"},
     "cleanup_keeps_ready": {"R16"},
     "none_payload_uses_id": {"R8", "R9"},
     "final_lost_on_build_failure": {"R7", "R11"},

@@ -31,7 +31,7 @@ CATALOGUE: dict[str, set[str]] = {
     "broken_stateful:get_past_final": {"R13"},
     # its load_async (the reference's, less the check) also skips the RECV wake-up signal:
     # a chunk put right after the registration waits for the next re-poll, a real R17
-    "broken_stateful:load_not_idempotent": {"R12", "R13", "R17"},
+    "broken_stateful:load_not_idempotent": {"R12", "R13"},
     "broken_stateful:cleanup_keeps_ready": {"R16"},
     "broken_stateful:none_payload_uses_id": {"R8", "R9"},
     "broken_stateful:final_lost_on_build_failure": {"R7", "R11"},
