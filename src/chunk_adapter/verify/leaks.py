@@ -107,7 +107,7 @@ class _Pipeline:
     def __init__(
         self, factory: Factory, record: History | None = None, arrive: float | None = None
     ) -> None:
-        bed = Bed(consume_on_get=True, keep_puts=0, record=record or False)
+        bed = Bed(consume_on_get=True, keep_puts=0, record=False if record is None else record)
         assert bed.memory is not None  # a Bed without base= has its memory layer
         self.conn: MemoryConnector = bed.memory
         self.snd = bed.adapter(factory, bound=FACTORY, what="the factory (sender)", stage_id=0)
