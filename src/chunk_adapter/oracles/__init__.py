@@ -5,7 +5,7 @@ Record the scheduler's calls with :class:`RecordedAdapter` into the same
 ``GatedBuilder(history=...)``, then ``check(history, quiescent=...)``.
 """
 
-from .check import assert_ok, check
+from .check import assert_ok, check, check_aside
 from .records import UNCOPYABLE, CallRecord, RecordedAdapter, RecordedPipeline
 from .timeline import Timeline, split_key
 from .violations import ContractViolation, Violation, root_first
@@ -20,6 +20,7 @@ __all__ = [
     "Violation",
     "assert_ok",
     "check",
+    "check_aside",
     "root_first",
     "split_key",
 ]

@@ -108,8 +108,8 @@ def seen() -> dict[str, int]:
 
 
 def since(mark: dict[str, int]) -> tuple[str, ...]:
-    """The rules that set a history aside after *mark* (an earlier :func:`seen`), in
-    order: what a judge that ran in between found, under a baseline, and let pass."""
+    """The rules that set a history aside after *mark* (an earlier :func:`seen`), sorted:
+    what a judge that ran in between found, under a baseline, and let pass."""
     now = seen()
     return tuple(sorted(rule for rule, count in now.items() if count > mark.get(rule, 0)))
 

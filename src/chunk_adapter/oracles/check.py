@@ -12,7 +12,7 @@ from .sender import check_sender
 from .timeline import Timeline
 from .violations import ContractViolation, Violation, root_first
 
-__all__ = ["assert_ok", "check", "collapse"]
+__all__ = ["assert_ok", "check", "check_aside", "collapse"]
 
 
 def check(history: History, *, quiescent: bool, put_tries: int | None = None) -> list[Violation]:
@@ -41,6 +41,16 @@ def check(history: History, *, quiescent: bool, put_tries: int | None = None) ->
     out += check_inputs(tl)
     found = collapse(root_first(out))
     return [] if accepted.covers(found) else found
+
+
+def check_aside(
+    history: History, *, quiescent: bool, put_tries: int | None = None
+) -> tuple[list[Violation], tuple[str, ...]]:
+    """:func:`check`, and the rules a verify baseline accepts that it set the history
+    aside for (``()``: none; always, outside a verify worker run with a baseline)."""
+    mark = accepted.seen()
+    violations = check(history, quiescent=quiescent, put_tries=put_tries)
+    return violations, accepted.since(mark)
 
 
 def collapse(violations: list[Violation]) -> list[Violation]:

@@ -138,10 +138,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
                 coverage=coverage,
             )
         elif (
-            outcome is not None
-            and outcome[0] is not None
-            and not budget.enough
-            and (not budget.aborted)
+            outcome is not None and outcome[0] is not None and not (budget.aborted or budget.enough)
         ):
             error = outcome[0]
             yield result(

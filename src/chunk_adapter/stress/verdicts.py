@@ -17,7 +17,7 @@ from typing import Any
 from ..bed.crashes import Crash
 from ..bed.waiting import FREE_STOP_BOUND, UNKNOWN_JOIN_STOP_BOUND, blocked_stop_bound
 from ..history import History
-from ..oracles import accepted, check
+from ..oracles import accepted, check_aside
 from ..rules import R18, R22, R23
 from .accounting import stats_mismatches
 from .report import LIVENESS, NOTE, ORACLE, StressReport
@@ -58,9 +58,8 @@ def judge_history(
     Under a verify baseline, a history that shows an accepted root cause has none
     (:func:`~chunk_adapter.oracles.check`); the report keeps the rules it showed
     (:attr:`~.report.StressReport.set_aside`)."""
-    mark = accepted.seen()
-    violations = check(history, quiescent=quiescent, put_tries=put_tries)
-    report.accept(accepted.since(mark))
+    violations, aside = check_aside(history, quiescent=quiescent, put_tries=put_tries)
+    report.accept(aside)
     for v in violations[:MAX_LISTED]:
         report.add(str(v), ORACLE if v.at is not None else LIVENESS, v.at, rule=v.rule)
     if len(violations) > MAX_LISTED:
@@ -156,9 +155,8 @@ def judge_delivery(
     """
 
     def shows_accepted() -> bool:  # the history so far, under a baseline (below)
-        mark = accepted.seen()
-        check(rig.history, quiescent=False, put_tries=rig.put_tries)  # its findings: at the end
-        report.accept(accepted.since(mark))
+        # its findings are the final judgement's: only what it set aside counts here
+        report.accept(check_aside(rig.history, quiescent=False, put_tries=rig.put_tries)[1])
         return bool(report.set_aside)
 
     # Under a verify baseline the run ends as soon as its history shows an accepted root

@@ -48,7 +48,7 @@ from ..connectors import MemoryConnector
 from ..examples import ARRIVE, CALL, FACTORY
 from ..factory import AdapterLike
 from ..history import History
-from ..oracles import accepted, check
+from ..oracles import accepted, check_aside
 from ..oracles.records import RecordedAdapter
 from ..oracles.violations import ContractViolation
 from ..rules import R23, R24, RECENT_REQUESTS
@@ -256,14 +256,15 @@ def _blocked_by(factory: Factory, hang: Hang) -> tuple[str, ...]:
     if not accepted.active() or accepted.accepts_all(hang.broken):
         return hang.broken
     history = History()
-    mark = accepted.seen()
+    aside: tuple[str, ...] = ()
     with contextlib.suppress(Hang):
         p = _Pipeline(factory, record=history, arrive=DIAGNOSE)
         with stopping(p.snd, p.rcv, seconds=CALL):
             with contextlib.suppress(Hang):
                 call_bounded(lambda: p.batch(BATCH), 3 * DIAGNOSE, f"a batch of {BATCH} ids")
-            check(history, quiescent=True)  # before the stop: a stopped side is not judged
-    return accepted.since(mark) or hang.broken
+            # before the stop: a stopped side is not judged
+            aside = check_aside(history, quiescent=True)[1]
+    return aside or hang.broken
 
 
 def probe_bounded_state(factory: Factory) -> None:
