@@ -5,15 +5,9 @@ the scheduler's ``load_async``, ``poll_ready`` and ``cleanup_receiver``, and
 the RECV thread's rounds. The state it uses (``_recv_lock``, ``_tokens`` ...)
 is created and documented in ``ChunkAdapter.__init__``.
 
-Stream identity (``discard_leftovers``, docs/connectors.md). Keys carry no
-stream (R1), so the receiver keeps streams apart itself: ``cleanup_receiver``
-of a registration that has not committed its final starts a :class:`Drain`,
-which gets that stream's remaining keys in order and throws the values away
-until the stream's final (or ``leftover_timeout`` without one). Until then a
-new registration of the same id reads only the keys below the drain, which the
-old stream has emptied (the connector consumes). A sender puts a stream's
-chunks before the next stream's (one FIFO, R5), so the rest of the old stream
-never lands where the new one reads.
+Stream identity (R29): what ``cleanup_receiver`` of an unfinished registration
+starts, and the RECV thread's entries that carry it out, are in
+:mod:`._adapter_leftovers`.
 """
 
 from __future__ import annotations
@@ -21,39 +15,19 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from ._adapter_leftovers import Drain, Leave, LeftoverSide
 from ._death import survived
 from ._logpace import LogPace
 from ._validate import check_request_id, short_repr
 from .connectors.base import Connector, Subscribe, chunk_key
 from .runtime import ConditionLike, EventLike, LockLike, Runtime
 
-__all__ = ["Drain", "ReceiverSide"]
+__all__ = ["ReceiverSide"]
 
 
-@dataclass(eq=False)
-class Drain:
-    """The rest of abandoned streams of one request id, being discarded (module doc).
-
-    ``next_id`` is the key being drained; ``later`` the start ids of streams of
-    the same id abandoned while this one drains (a registration blocked below
-    the drain), drained after it in order; ``since`` when it last made progress;
-    ``token`` identifies its polling-queue entry.
-    """
-
-    next_id: int
-    since: float
-    token: object = field(default_factory=object)
-    later: list[int] = field(default_factory=list)
-
-    def bound(self) -> int:
-        """A registration of the same id may get keys below this only (V5)."""
-        return min(self.next_id, *self.later) if self.later else self.next_id
-
-
-class ReceiverSide:
+class ReceiverSide(LeftoverSide):
     """Receiver calls and the RECV thread (see module doc)."""
 
     # Set up by ChunkAdapter.__init__ (documented there).
@@ -129,8 +103,16 @@ class ReceiverSide:
             if next_id is None:
                 return
             self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
-            started = next_id > 0  # a stream that never arrived may never be sent at all
-            if not (self.discard_leftovers and unfinished and started) or self._stop.is_set():
+            if not unfinished or self._stop.is_set():
+                return
+            if self._identity is not None:
+                self._queue.append((request_id, Leave(next_id)))
+                self._recv_signal += 1
+                self._recv_cond.notify()
+                return
+            if not self.discard_leftovers:
+                return
+            if next_id == 0:  # a stream that never arrived may never be sent at all
                 return
             drain = self._drains.get(request_id)
             if drain is not None:
@@ -218,23 +200,39 @@ class ReceiverSide:
                 if not self._queue:
                     return progress
                 request_id, token = self._queue.popleft()
-                drain = self._drains.get(request_id)
-                if drain is None or drain.token is not token:
-                    drain = None
-                    if self._tokens.get(request_id) is not token:
-                        self._recv_counts["stale_entries_dropped"] += 1
-                        continue
-                    chunk_id = self._next_recv_id[request_id]
+                sweep = self._sweeps.get(request_id)
+                if isinstance(token, Leave):
+                    self._recv_counts["streams_left"] += 1
+                    left: str | None = chunk_key(request_id, self.src_stage_id, token.next_id)
+                elif sweep is not None and sweep.token is token:
+                    left = None
                 else:
-                    chunk_id = drain.next_id
-                key = chunk_key(request_id, self.src_stage_id, chunk_id)
-                stalled_for = None if drain is not None else self._stalled_for(request_id)
-                blocking = self._drains.get(request_id)
-                blocked = drain is None and blocking is not None and chunk_id >= blocking.bound()
-                if blocked:
-                    self._queue.append((request_id, token))  # V5: the drain goes first
-                elif self.event_driven:
-                    self._awaited.add(key)
+                    left, sweep = None, None
+                    drain = self._drains.get(request_id)
+                    if drain is None or drain.token is not token:
+                        drain = None
+                        if self._tokens.get(request_id) is not token:
+                            self._recv_counts["stale_entries_dropped"] += 1
+                            continue
+                        chunk_id = self._next_recv_id[request_id]
+                    else:
+                        chunk_id = drain.next_id
+                    key = chunk_key(request_id, self.src_stage_id, chunk_id)
+                    stalled_for = None if drain is not None else self._stalled_for(request_id)
+                    blocking = self._drains.get(request_id)
+                    blocked = (
+                        drain is None and blocking is not None and chunk_id >= blocking.bound()
+                    )
+                    if blocked:
+                        self._queue.append((request_id, token))  # V5: the drain goes first
+                    elif self.event_driven:
+                        self._awaited.add(key)
+            if left is not None:
+                self._leave(request_id, left)  # outside the lock: it may read the store
+                continue
+            if sweep is not None:
+                progress = self._sweep_one(request_id, sweep) or progress
+                continue
             if drain is not None:
                 progress = self._drain_one(request_id, drain, key) or progress
                 continue
@@ -304,60 +302,6 @@ class ReceiverSide:
                 self._progress_at[request_id] = self.runtime.monotonic()
                 self._queue.append((request_id, token))
             return True
-
-    def _drain_one(self, request_id: str, drain: Drain, key: str) -> bool:
-        """One get of a drained stream's next key; the value is thrown away (module doc)."""
-        value: Any = None
-        try:
-            value = self.connector.get(key)
-        except survived() as exc:
-            self._recv_pace.say(
-                self.log.info, "drain get", key,
-                "get %s (discarding a cleaned-up stream) failed: %r", key, exc,
-            )  # fmt: skip
-            value = exc
-        now = self.runtime.monotonic()
-        gave_up = False
-        with self._recv_lock:
-            self._recv_counts["gets"] += 1
-            if value is not None and not isinstance(value, dict):
-                self._recv_counts["get_failures"] += 1
-                self._get_failed = True
-            self._awaited.discard(key)
-            got = isinstance(value, dict)
-            if got:
-                self._drained(request_id, drain, value, now)
-            elif now - drain.since >= self.leftover_timeout:
-                self._recv_counts["leftovers_given_up"] += 1
-                gave_up = True
-                self._drain_ended(request_id, drain, now)
-            if self._drains.get(request_id) is drain:
-                self._queue.append((request_id, drain.token))
-        if gave_up:
-            self.log.warning(
-                "receiver: the rest of cleaned-up stream %s did not come within %.1fs "
-                "(waited for key %s); no longer discarding it. If its sender is still "
-                "sending, a new stream of this id may receive those chunks",
-                short_repr(request_id),
-                self.leftover_timeout,
-                key,
-            )
-        return got
-
-    def _drained(self, request_id: str, drain: Drain, value: dict[str, Any], now: float) -> None:
-        """*value*, the drain's next key, was got and thrown away (under ``_recv_lock``)."""
-        self._recv_counts["leftovers_discarded"] += 1
-        drain.since = now
-        drain.next_id += 1
-        if value.get("finished"):
-            self._drain_ended(request_id, drain, now)
-
-    def _drain_ended(self, request_id: str, drain: Drain, now: float) -> None:
-        """The drained stream ended (its final, or given up): the next one, or no drain."""
-        if drain.later:  # the next abandoned stream of this id, from its start
-            drain.next_id, drain.since = drain.later.pop(0), now
-        else:
-            del self._drains[request_id]
 
     def _stalled_for(self, request_id: str) -> float | None:
         """Called with ``_recv_lock`` held: seconds without progress if *request_id* just

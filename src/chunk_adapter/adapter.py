@@ -19,7 +19,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ._adapter_recv import Drain, ReceiverSide
+from ._adapter_leftovers import Drain, StreamIdentity, Sweep
+from ._adapter_recv import ReceiverSide
 from ._adapter_send import SenderSide
 from ._logpace import LogPace
 from ._save_schedule import SaveSchedule
@@ -64,6 +65,7 @@ _RECV_COUNTERS = (
     "stalls_reported",
     "leftovers_discarded",
     "leftovers_given_up",
+    "streams_left",
 )
 RECV_THREAD = "chunk-adapter-recv"
 
@@ -108,6 +110,18 @@ def _discard_leftovers(connector: Connector, option: object) -> bool:
             "chunks would stay readable. Make it with consume_on_get=True"
         )
     return option
+
+
+def _stream_identity(connector: Connector) -> StreamIdentity | None:
+    """The connector's ``abandon`` and ``sweep`` (stream identity kept by the connector,
+    R29), if it offers both and its get consumes."""
+    abandon = getattr(connector, "abandon", None)
+    sweep = getattr(connector, "sweep", None)
+    if not callable(abandon) or not callable(sweep):
+        return None
+    if getattr(connector, "consume_on_get", True) is False:
+        return None
+    return StreamIdentity(abandon, sweep)
 
 
 class ChunkAdapter(SenderSide, ReceiverSide):
@@ -220,6 +234,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self.stall_timeout = optional_positive("stall_timeout", stall_timeout)
         self.discard_leftovers = _discard_leftovers(connector, discard_leftovers)
         self.leftover_timeout = positive("leftover_timeout", leftover_timeout)
+        self._identity = _stream_identity(connector)
         self.final_put_timeout = optional_positive("final_put_timeout", final_put_timeout)
         self.max_save_queue = _max_save_queue(max_save_queue)
         self.snapshot = snapshot
@@ -290,7 +305,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         self._death: str | None = None
 
         # Guards the receiver state: _tokens, _next_recv_id, _ready, _queue,
-        # _progress_at, _stalled, _drains, _awaited, _recv_signal, _get_failed and the
+        # _progress_at, _stalled, _drains, _sweeps, _awaited, _recv_signal, _get_failed and the
         # recv counters. Held only briefly, never while calling get. The token check and
         # the commit happen under it together (R16).
         self._recv_lock = rt.Lock()
@@ -313,6 +328,10 @@ class ChunkAdapter(SenderSide, ReceiverSide):
         # discard_leftovers: the abandoned streams being discarded, per request id;
         # each has its own polling-queue entry (its token) (V5).
         self._drains: dict[str, Drain] = {}
+        # On a connector that keeps stream identity: the request ids whose abandoned
+        # streams' rest the connector is sweeping away, each with its own polling-queue
+        # entry (its token).
+        self._sweeps: dict[str, Sweep] = {}
         # Set by the RECV thread when a get of this round raised or returned a
         # non-dict: no put notification will come for that key, so the pause
         # after the round is the short polling backoff.
@@ -404,7 +423,7 @@ class ChunkAdapter(SenderSide, ReceiverSide):
             counts["registered"] = len(self._tokens)
             counts["ready_chunks"] = sum(len(v) for v in self._ready.values())
             counts["stalled"] = len(self._stalled)
-            counts["draining"] = len(self._drains)
+            counts["draining"] = len(self._drains) + len(self._sweeps)
         return AdapterStats(**counts)
 
     def threads(self) -> list[ThreadLike]:

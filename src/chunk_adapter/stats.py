@@ -45,7 +45,10 @@ class AdapterStats:
     ``leftovers_discarded`` (chunks of cleaned-up, unfinished registrations got
     and thrown away, so a reused request id never receives them),
     ``leftovers_given_up`` (such streams whose rest did not come within
-    ``leftover_timeout``).
+    ``leftover_timeout``). Without it, on a connector that keeps stream identity
+    (shared memory, Redis): ``streams_left`` (cleaned-up, unfinished registrations
+    whose stream the connector was told to throw away, R29; the connector counts
+    what it threw away, ``leftovers_discarded``).
 
     Depths, at the moment of the snapshot: ``save_queue_depth``,
     ``save_in_flight`` (1 while the SAVE thread works on a chunk),
@@ -86,6 +89,7 @@ class AdapterStats:
     stalls_reported: int = 0
     leftovers_discarded: int = 0
     leftovers_given_up: int = 0
+    streams_left: int = 0
     save_queue_depth: int = 0
     save_in_flight: int = 0
     save_parked: int = 0

@@ -1,18 +1,18 @@
-"""Issue 12 point 4: a reused request id never receives a previous stream's chunks.
+"""R29: a reused request id never receives a previous stream's chunks.
 
 Before: ``cleanup_receiver`` of an unfinished registration left the rest of that
 stream in the connector, and the next stream with the same id received
-``[B0, B1, A2, A3, A4, A-final]`` on shared memory. With
-``discard_leftovers=True`` the receiver drains the old stream's remaining keys
-(its gets consume them) up to its final, and a new registration of the id reads
-only keys the old stream has emptied until then (docs/connectors.md, "Stream
-identity"). Default off: the contract (R12, R16) and the suite's model expect a
-later registration to read what is stored.
+``[B0, B1, A2, A3, A4, A-final]`` on shared memory, or the whole old stream when
+the first registration was cleaned up before its first chunk arrived.
 
-Shared memory and Redis never overwrite an unconsumed key (``KeyOccupied``), so
-the new stream is saved at once. Memory overwrites: the new stream is saved once
-the old rest is discarded (``stats().draining == 0``), as the docs tell users to
-do there.
+Shared memory and Redis keep stream identity by default: each value's framing
+carries its stream's tag, ``cleanup_receiver`` tells the connector which stream
+was left (``abandon``), and the connector's gets throw that stream's values
+away while a sweep takes its rest as it arrives, never another stream's value
+(connectors/_stream_ids.py). A connector without it (``MemoryConnector``) has
+the adapter's drain, ``discard_leftovers=True``, which reads the old stream's
+remaining keys in order; a new registration of the id reads only keys the old
+stream has emptied until then (docs/connectors.md, "Stream identity").
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pytest
 from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, RedisConnector, SharedMemoryConnector
 from chunk_adapter.connectors.base import ConnectorWrapper
-from chunk_adapter.errors import InvalidValue
+from chunk_adapter.errors import InvalidType, InvalidValue
 
 BOUND = 30.0  # generous bound for anything to arrive; never expected to be reached
 OLD = ["A0", "A1", "A2", "A3", "A4", "A-final"]
@@ -62,10 +62,10 @@ def send(snd: ChunkAdapter, rid: str, datas: list[str]) -> None:
         snd.save_async(rid, data, data.endswith("final"))
 
 
-def reuse_after_cleanup(conn: Any, *, discard: bool, overwrites: bool) -> list[Any]:
+def reuse_after_cleanup(conn: Any, *, discard: bool) -> list[Any]:
     """The issue's scenario: the receiver takes A0, A1 and cleans up; the sender
     finishes A and starts B under the same id; the receiver registers again."""
-    snd = ChunkAdapter(conn, stage_id=0)
+    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
     rcv = ChunkAdapter(conn, stage_id=1, discard_leftovers=discard)
     try:
         rcv.load_async("r")
@@ -74,14 +74,13 @@ def reuse_after_cleanup(conn: Any, *, discard: bool, overwrites: bool) -> list[A
         rcv.cleanup_receiver("r")
         rcv.load_async("r")  # at once: the new registration must not read A's rest
         send(snd, "r", OLD[2:])
-        if overwrites and discard:  # memory overwrites: B after A's rest is gone
+        if isinstance(conn, MemoryConnector):  # memory overwrites: B after A's rest is gone
             _until(lambda: rcv.stats().draining == 0, "A's rest discarded")
         send(snd, "r", NEW)
         assert snd.flush(BOUND)
         new = Receiver(rcv, "r")
         _until(lambda: bool(new.pump()) and str(new.got[-1]).endswith("final"), "a final")
-        if discard:
-            assert rcv.stats().leftovers_discarded == len(OLD) - 2
+        _until(lambda: rcv.stats().draining == 0, "the sweep of A's rest to end")
         rcv.cleanup_receiver("r")
         return new.got
     finally:
@@ -89,38 +88,52 @@ def reuse_after_cleanup(conn: Any, *, discard: bool, overwrites: bool) -> list[A
         rcv.stop()
 
 
-@pytest.fixture(params=["memory", "shm", "redis"])
-def connector(request: pytest.FixtureRequest) -> Iterator[tuple[Any, bool]]:
-    """A consuming connector, and whether its put overwrites an unconsumed value."""
-    if request.param == "memory":
-        yield MemoryConnector(consume_on_get=True), True
-        return
+def stored(conn: Any) -> list[str]:
+    return list(conn.segments() if isinstance(conn, SharedMemoryConnector) else conn.keys())
+
+
+@pytest.fixture(params=["shm", "redis"])
+def keeping(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A connector that keeps stream identity (made with its defaults)."""
     if request.param == "shm":
         conn: Any = SharedMemoryConnector(request.getfixturevalue("shm_namespace"))
-        yield conn, False
     else:
         server = request.getfixturevalue("redis_server")
         conn = RedisConnector(url=server.url, prefix=request.getfixturevalue("redis_prefix"))
-        yield conn, False
+    yield conn
     conn.close()
 
 
 @pytest.mark.rule("R29")
-def test_a_reused_id_receives_only_its_own_stream(connector: tuple[Any, bool]) -> None:
-    conn, overwrites = connector
-    assert reuse_after_cleanup(conn, discard=True, overwrites=overwrites) == NEW
-    if not overwrites:  # nothing of A or B left behind either
-        stored = conn.segments() if isinstance(conn, SharedMemoryConnector) else conn.keys()
-        assert stored == []
+def test_by_default_a_reused_id_receives_only_its_own_stream(keeping: Any) -> None:
+    assert reuse_after_cleanup(keeping, discard=False) == NEW
+    assert keeping.leftovers_discarded == len(OLD) - 2
+    assert stored(keeping) == [], "A's rest past B's final is swept away too"
 
 
 @pytest.mark.rule("R29")
-def test_without_the_option_the_old_stream_leaks_into_the_new_one(shm_namespace: str) -> None:
+def test_with_discard_leftovers_the_connector_still_keeps_identity(keeping: Any) -> None:
+    """The option asks for what the connector does already: same outcome."""
+    assert reuse_after_cleanup(keeping, discard=True) == NEW
+    assert keeping.leftovers_discarded == len(OLD) - 2
+
+
+@pytest.mark.rule("R29")
+def test_without_stream_identity_the_old_stream_leaks_into_the_new_one(
+    shm_namespace: str,
+) -> None:
     """The bug as measured (shm): proof that the scenario above bites."""
-    with SharedMemoryConnector(shm_namespace) as conn:
-        got = reuse_after_cleanup(conn, discard=False, overwrites=False)
+    with SharedMemoryConnector(shm_namespace, stream_identity=False) as conn:
+        got = reuse_after_cleanup(conn, discard=False)
         assert got == ["B0", "B1", "A2", "A3", "A4", "A-final"]
         conn.purge()  # B's rest, stuck behind A's leftovers
+
+
+@pytest.mark.rule("R29")
+def test_on_memory_the_drain_keeps_a_reused_id_to_its_own_stream() -> None:
+    conn = MemoryConnector(consume_on_get=True)
+    assert reuse_after_cleanup(conn, discard=True) == NEW
+    assert len(conn) == 0
 
 
 @pytest.mark.rule("R29")
@@ -203,55 +216,223 @@ def test_a_keeping_connector_is_refused() -> None:
         ChunkAdapter(MemoryConnector(), stage_id=1, discard_leftovers=True)
 
 
-class Held(ConnectorWrapper):
-    """Gets of ``key`` find nothing while ``hold`` is set; counts the puts tried on ``key``."""
+@pytest.mark.rule("R29")
+def test_a_registration_cleaned_up_before_its_first_chunk_leaves_its_stream(
+    keeping: Any,
+) -> None:
+    """The issue's first figure: the client is gone before A0 was read, A sits whole in
+    the store, and the next client of the id used to get all of A. The connector sees
+    A's chunk 0 waiting when told the stream was left, and that is the stream left."""
+    conn = Blind(keeping, "r_0_0")
+    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
+    rcv = ChunkAdapter(conn, stage_id=1)
+    try:
+        conn.blind.set()  # the receiver's gets of A0 find nothing: A0 has "not arrived"
+        rcv.load_async("r")
+        send(snd, "r", OLD)
+        _until(lambda: len(stored(keeping)) == len(OLD), "all of A stored")
+        rcv.cleanup_receiver("r")
+        conn.blind.clear()
+        rcv.load_async("r")
+        send(snd, "r", NEW)
+        assert Receiver(rcv, "r").until(len(NEW)) == NEW
+        _until(lambda: rcv.stats().draining == 0, "the sweep of A to end")
+        assert keeping.leftovers_discarded == len(OLD)
+        assert stored(keeping) == []
+        assert rcv.stats().streams_left == 1
+    finally:
+        snd.stop()
+        rcv.stop()
+
+
+class Stalled(ConnectorWrapper):
+    """A get of ``key`` returns only once ``go`` is set (its value already consumed):
+    a get in flight while the test cleans the registration up."""
 
     def __init__(self, inner: Any, key: str) -> None:
         super().__init__(inner)
         self.key = key
-        self.hold = threading.Event()  # set by the test: the drain cannot read key yet
-        self.tries = 0  # puts tried on key; written by the SAVE thread, read by the test
+        self.inside = threading.Event()  # set by the RECV thread: the get has its value
+        self.go = threading.Event()  # set by the test: the get may return
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        if key == self.key:
-            self.tries += 1
         self.inner.put(key, value)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        if key == self.key and self.hold.is_set():
-            return None
-        return self.inner.get(key)
+        value = self.inner.get(key)
+        if key == self.key and value is not None and not self.go.is_set():
+            self.inside.set()
+            assert self.go.wait(BOUND), "the test never let the get return"
+        return value
 
 
 @pytest.mark.rule("R29")
-def test_on_redis_a_new_stream_sent_during_the_drain_is_not_cut_short(
-    redis_server: Any, redis_prefix: str
+@pytest.mark.rule("R16")
+def test_a_get_in_flight_at_cleanup_still_names_the_stream_left(keeping: Any) -> None:
+    """A0's get has consumed it when the registration is cleaned up: the registration
+    committed nothing, yet the stream it was reading is A, and A is what is left."""
+    conn = Stalled(keeping, "r_0_0")
+    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
+    rcv = ChunkAdapter(conn, stage_id=1)
+    try:
+        rcv.load_async("r")
+        send(snd, "r", OLD[:1])
+        assert conn.inside.wait(BOUND)
+        rcv.cleanup_receiver("r")  # next id 0, its get of A0 in flight
+        rcv.load_async("r")
+        conn.go.set()
+        send(snd, "r", OLD[1:] + NEW)
+        assert Receiver(rcv, "r").until(len(NEW)) == NEW
+        _until(lambda: rcv.stats().draining == 0, "the sweep of A to end")
+        assert rcv.stats().stale_discarded == 1  # A0: the fence (R16)
+        assert keeping.leftovers_discarded == len(OLD) - 1
+        assert stored(keeping) == []
+    finally:
+        snd.stop()
+        rcv.stop()
+
+
+@pytest.mark.rule("R29")
+def test_a_dead_senders_rest_holds_back_no_new_sender(keeping: Any) -> None:
+    """A's sender dies after A0; a new sender (another writer) sends B under the id at
+    once. B flows in full while the sweep still waits for A's rest (the drain of a
+    connector without identity would have eaten B's chunks past its bound), and the
+    sweep gives up after ``leftover_timeout``."""
+    snd = ChunkAdapter(keeping, stage_id=0)
+    rcv = ChunkAdapter(keeping, stage_id=1, leftover_timeout=0.5)
+    successor = type(keeping)(  # another writer on the same store
+        **(
+            {"namespace": keeping.namespace}
+            if isinstance(keeping, SharedMemoryConnector)
+            else {"client": keeping.client, "prefix": keeping.prefix}
+        )
+    )
+    snd2 = ChunkAdapter(successor, stage_id=0)
+    try:
+        rcv.load_async("r")
+        send(snd, "r", OLD[:1])
+        assert Receiver(rcv, "r").until(1) == OLD[:1]
+        snd.stop()
+        rcv.cleanup_receiver("r")
+        rcv.load_async("r")
+        send(snd2, "r", NEW)
+        assert Receiver(rcv, "r").until(len(NEW)) == NEW
+        _until(lambda: rcv.stats().leftovers_given_up == 1, "the sweep to give up")
+        assert rcv.stats().draining == 0
+        assert keeping.leftovers_discarded == 0
+    finally:
+        snd.stop()
+        snd2.stop()
+        rcv.stop()
+        successor.close()
+
+
+@pytest.mark.rule("R29")
+def test_two_streams_left_in_turn_reach_neither_the_third(keeping: Any) -> None:
+    """A is left after A0; B, registered next, after B0 (A's rest still unsent); then A's
+    rest, B's rest and C are sent: C gets only C, and both rests are swept away."""
+    snd = ChunkAdapter(keeping, stage_id=0, put_backoff=0.001)
+    rcv = ChunkAdapter(keeping, stage_id=1)
+    try:
+        rcv.load_async("r")
+        send(snd, "r", ["A0"])
+        assert Receiver(rcv, "r").until(1) == ["A0"]
+        rcv.cleanup_receiver("r")
+        rcv.load_async("r")
+        send(snd, "r", ["A1", "A-final", "B0"])
+        assert Receiver(rcv, "r").until(1) == ["B0"]
+        rcv.cleanup_receiver("r")
+        rcv.load_async("r")
+        send(snd, "r", ["B1", "B2", "B-final", "C0", "C-final"])
+        assert Receiver(rcv, "r").until(2) == ["C0", "C-final"]
+        _until(lambda: rcv.stats().draining == 0, "the sweeps to end")
+        assert keeping.leftovers_discarded == 5
+        assert stored(keeping) == []
+    finally:
+        snd.stop()
+        rcv.stop()
+
+
+@pytest.mark.rule("R29")
+def test_a_sweep_never_takes_another_streams_value(keeping: Any) -> None:
+    """At the connector: A is left at chunk 1; B's chunk 1 sits where A1 would. The
+    sweep leaves it (and looks past it), and a get hands it out."""
+    keeping.put("r_0_0", {"data": "A0", "finished": False})
+    assert keeping.get("r_0_0") == {"data": "A0", "finished": False}
+    keeping.abandon("r_0_1")
+    keeping.put("r_0_0", {"data": "B0", "finished": False})  # B: a new stream
+    keeping.put("r_0_1", {"data": "B1", "finished": False})
+    assert keeping.sweep("r_0_0") is True  # B1 where A1 would be: A1 will not come
+    assert keeping.sweep("r_0_0") is False  # A2's key: nothing there
+    assert keeping.get("r_0_0") == {"data": "B0", "finished": False}
+    assert keeping.get("r_0_1") == {"data": "B1", "finished": False}
+    keeping.put("r_0_2", {"data": "B-final", "finished": True})
+    assert keeping.sweep("r_0_0") is True  # B's final: not A's, looked past
+    assert keeping.get("r_0_2") == {"data": "B-final", "finished": True}
+    assert keeping.leftovers_discarded == 0
+
+
+@pytest.mark.rule("R29")
+def test_a_leftover_met_by_a_get_is_thrown_away_and_its_key_freed(keeping: Any) -> None:
+    for i, data in enumerate(OLD[:3]):
+        keeping.put(f"r_0_{i}", {"data": data, "finished": False})
+    keeping.put("r_0_3", {"data": "A-final", "finished": True})
+    assert keeping.get("r_0_0")["data"] == "A0"
+    keeping.abandon("r_0_1")
+    assert keeping.get("r_0_1") is None  # A1: thrown away
+    keeping.put("r_0_0", {"data": "B0", "finished": False})  # B: a new stream
+    keeping.put("r_0_1", {"data": "B1", "finished": False})  # the key is free again
+    assert keeping.get("r_0_0") == {"data": "B0", "finished": False}
+    assert keeping.get("r_0_1") == {"data": "B1", "finished": False}
+    assert keeping.sweep("r_0_0") is True  # A2
+    assert keeping.sweep("r_0_0") is True  # A's final: the rest is over
+    assert keeping.sweep("r_0_0") is None
+    assert keeping.leftovers_discarded == 3
+    assert stored(keeping) == []
+
+
+def test_stream_identity_is_a_bool(shm_namespace: str) -> None:
+    with pytest.raises(InvalidType, match="stream_identity must be True or False"):
+        SharedMemoryConnector(shm_namespace, stream_identity="yes")  # type: ignore[arg-type]
+
+
+class Forgetful(ConnectorWrapper):
+    """A connector whose ``abandon`` fails (the store cannot be read)."""
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.inner.get(key)
+
+    def abandon(self, key: str) -> None:  # type: ignore[override]
+        raise ConnectionError(f"abandon({key!r}): the store is down")
+
+
+@pytest.mark.rule("R29")
+@pytest.mark.rule("R22")
+def test_a_failed_abandon_is_logged_and_costs_only_the_identity(
+    shm_namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Redis used to overwrite: B2, put while the drain had not yet discarded A2, replaced
-    it and was discarded in its place (and B's final ended the drain as if it were A's),
-    so B was cut short after B1. Now B2's put waits (``KeyOccupied``, ours: retried)
-    until the drain has consumed A2."""
-    with RedisConnector(url=redis_server.url, prefix=redis_prefix) as redis:
-        conn = Held(redis, "r_0_2")
-        snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
-        rcv = ChunkAdapter(conn, stage_id=1, discard_leftovers=True)
+    """The RECV thread survives it (R22) and says what it costs: a new stream of the id
+    may receive the old stream's rest, as without stream identity."""
+    with SharedMemoryConnector(shm_namespace) as inner:
+        conn = Forgetful(inner)
+        snd = ChunkAdapter(conn, stage_id=0)
+        rcv = ChunkAdapter(conn, stage_id=1)
         try:
             rcv.load_async("r")
-            send(snd, "r", OLD[:2])
-            assert Receiver(rcv, "r").until(2) == OLD[:2]
-            conn.hold.set()
-            rcv.cleanup_receiver("r")
-            rcv.load_async("r")
-            send(snd, "r", OLD[2:] + NEW)
-            _until(lambda: conn.tries >= 2, "B2's put on A2's unread key")
-            conn.hold.clear()
-            assert snd.flush(BOUND)
-            new = Receiver(rcv, "r")
-            _until(lambda: bool(new.pump()) and str(new.got[-1]).endswith("final"), "a final")
-            assert new.got == NEW
-            assert rcv.stats().leftovers_discarded == len(OLD) - 2
-            rcv.cleanup_receiver("r")
-            assert redis.keys() == []
+            send(snd, "r", ["A0"])
+            assert Receiver(rcv, "r").until(1) == ["A0"]
+            with caplog.at_level("WARNING", logger=rcv.log.name):
+                rcv.cleanup_receiver("r")
+                _until(lambda: "could not tell the connector" in caplog.text, "the warning")
+            assert "r_0_1" in caplog.text and "the store is down" in caplog.text
+            assert rcv.stats().streams_left == 1
+            assert rcv.stats().draining == 0, "no sweep for a stream the connector never knew"
+            rcv.load_async("s")  # the RECV thread goes on
+            send(snd, "s", ["s0", "s-final"])
+            assert Receiver(rcv, "s").until(2) == ["s0", "s-final"]
         finally:
             snd.stop()
             rcv.stop()

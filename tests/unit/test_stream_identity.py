@@ -1,16 +1,99 @@
-"""R29, stream identity (an option of the reference adapter), on the in-process
-connector. Every connector, the bug as measured and the give-up path:
-tests/connectors/test_stream_identity.py."""
+"""R29, stream identity: the framing's stream numbers and the receiving ledger, alone
+(connectors/_stream_ids.py). The connectors and the adapter on them, with the bug as
+measured: tests/connectors/test_stream_identity.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from chunk_adapter.connectors import MemoryConnector
-from tests.connectors.test_stream_identity import NEW, reuse_after_cleanup
+from chunk_adapter.connectors._stream_ids import StreamLedger, StreamNumbers, split_key
+
+WRITER = b"w" * 16
+
+
+def tag(number: int) -> bytes:
+    return WRITER + number.to_bytes(8, "little")
+
+
+def test_chunk_keys_split_into_stream_and_chunk() -> None:
+    assert split_key("a_b_1_7") == ("a_b_1", 7)
+    assert split_key("r_-1_0") == ("r_-1", 0)
+    assert split_key("no-chunk-id") is None
+    assert split_key("r_x_1") is None
 
 
 @pytest.mark.rule("R29")
-def test_with_discard_leftovers_a_reused_id_receives_only_its_own_stream() -> None:
-    conn = MemoryConnector(consume_on_get=True)
-    assert reuse_after_cleanup(conn, discard=True, overwrites=True) == NEW
+def test_a_stream_keeps_its_number_and_the_next_stream_gets_another() -> None:
+    numbers = StreamNumbers()
+    first = numbers.number("r_0_0")
+    assert numbers.number("r_0_0") == first, "a failed chunk 0 retried keeps its number"
+    numbers.stored("r_0_0", final=False)
+    assert numbers.number("r_0_1") == first
+    numbers.stored("r_0_1", final=True)
+    second = numbers.number("r_0_0")
+    assert second != first
+    assert numbers.number("s_0_0") not in (first, second), "another request: its own"
+    assert numbers.number("not a chunk key") == 0
+
+
+@pytest.mark.rule("R29")
+def test_a_sender_that_gave_up_a_final_starts_a_new_number_at_chunk_0() -> None:
+    numbers = StreamNumbers()
+    first = numbers.number("r_0_0")
+    numbers.stored("r_0_0", final=False)  # its final is never stored
+    assert numbers.number("r_0_0") != first
+
+
+@pytest.mark.rule("R29")
+def test_values_of_the_stream_left_are_thrown_away_until_its_final() -> None:
+    ledger = StreamLedger()
+    assert ledger.keep("r_0_0", tag(1), final=False)
+    assert ledger.abandon("r_0_1", occupant=lambda key: pytest.fail("no read needed"))
+    assert not ledger.keep("r_0_1", tag(1), final=False)
+    assert ledger.keep("r_0_0", tag(2), final=False), "another stream's value is handed out"
+    assert not ledger.keep("r_0_2", tag(1), final=True)
+    assert ledger.keep("r_0_3", tag(1), final=False), "after its final, nothing is left"
+    assert ledger.discarded == 2
+
+
+@pytest.mark.rule("R29")
+def test_a_reader_that_got_nothing_leaves_the_stream_waiting_at_chunk_0() -> None:
+    ledger = StreamLedger()
+    seen: list[str] = []
+
+    def occupant(key: str) -> bytes | None:
+        seen.append(key)
+        return tag(5)
+
+    assert ledger.abandon("r_0_0", occupant)
+    assert seen == ["r_0_0"]
+    assert not ledger.keep("r_0_0", tag(5), final=False)
+    assert StreamLedger().abandon("r_0_0", lambda key: None) is False, "nothing waits: none"
+
+
+@pytest.mark.rule("R29")
+def test_a_finished_stream_is_never_left() -> None:
+    ledger = StreamLedger()
+    assert ledger.keep("r_0_0", tag(1), final=True)
+    assert ledger.abandon("r_0_1", lambda key: pytest.fail("chunk 1: no read")) is False
+    assert ledger.keep("r_0_1", tag(1), final=False)
+
+
+@pytest.mark.rule("R29")
+def test_the_sweep_looks_where_the_lowest_rest_starts_and_past_other_streams() -> None:
+    ledger = StreamLedger()
+    assert ledger.leftover("r_0_0") is None
+    ledger.keep("r_0_0", tag(1), final=False)
+    ledger.keep("r_0_1", tag(1), final=False)
+    ledger.abandon("r_0_2", lambda key: None)  # A left at 2
+    ledger.keep("r_0_0", tag(2), final=False)
+    ledger.abandon("r_0_1", lambda key: None)  # B left at 1
+    rest = ledger.leftover("r_0_0")
+    assert rest is not None
+    assert (rest.key, rest.tag, rest.abandoned) == ("r_0_1", tag(2), {tag(1), tag(2)})
+    ledger.passed(rest)  # another stream's value at B's chunk 1
+    rest = ledger.leftover("r_0_0")
+    assert rest is not None and rest.key == "r_0_2"
+    ledger.keep("r_0_2", tag(1), final=True)  # A's final swept
+    ledger.keep("r_0_2", tag(2), final=True)  # B's final swept
+    assert ledger.leftover("r_0_0") is None

@@ -2,10 +2,11 @@
 
 Layout of a segment (little-endian)::
 
-    magic "CAS1" | state u32 | created f64 | pid i32 | writer 16s |
-    key_len u32 | payload_len u64 | crc32 u32 | key bytes | payload bytes
+    magic "CAS2" | state u32 | created f64 | pid i32 | writer 16s |
+    key_len u32 | payload_len u64 | crc32 u32 | stream u64 | key bytes | payload bytes
 
 ``state`` is written last (``COMMITTED``): see :mod:`.shm` for the protocol.
+``writer`` and ``stream`` are the value's stream tag (:mod:`._stream_ids`).
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ __all__ = [
     "default_namespace",
 ]
 
-MAGIC = b"CAS1"
+MAGIC = b"CAS2"  # CAS1: the layout before the stream number
 COMMITTED = 1
-HEADER = struct.Struct("<4sIdi16sIQI")
+HEADER = struct.Struct("<4sIdi16sIQIQ")
 STATE_AT = 4  # offset of the u32 state field, written last
 DIGEST_CHARS = 16
 # Longest segment name (without the leading slash CPython adds on POSIX).

@@ -16,22 +16,29 @@ import zlib
 
 from ._segments import Segment, attach, foreign, reserve, view
 from ._shm_layout import COMMITTED, HEADER, MAGIC, STATE_AT, KeyOccupied, ShmCorrupt
+from ._stream_ids import NUMBER
 
-__all__ = ["fill", "occupied", "read_value", "writer_of"]
+__all__ = ["fill", "occupied", "read_value", "stream_tag", "writer_of"]
 
 
 def fill(
-    shm: Segment, size: int, writer: bytes, raw_key: bytes, data: bytes | bytearray | memoryview
+    shm: Segment,
+    size: int,
+    writer: bytes,
+    stream: int,
+    raw_key: bytes,
+    data: bytes | bytearray | memoryview,
 ) -> None:
-    """Size *shm* to *size* bytes and write the value; ``state = COMMITTED`` is the last
-    store (the publication). Raises ``OSError`` when the file system is full."""
+    """Size *shm* to *size* bytes and write the value of stream number *stream*;
+    ``state = COMMITTED`` is the last store (the publication). Raises ``OSError`` when
+    the file system is full."""
     reserve(shm, size)
     buf = view(shm)
     try:
         crc = zlib.crc32(data, zlib.crc32(raw_key))
         HEADER.pack_into(
             buf, 0, MAGIC, 0, time.time(), os.getpid(), writer,
-            len(raw_key), len(data), crc,
+            len(raw_key), len(data), crc, stream,
         )  # fmt: skip
         buf[HEADER.size : HEADER.size + len(raw_key)] = raw_key
         buf[HEADER.size + len(raw_key) : size] = data
@@ -49,6 +56,21 @@ def writer_of(shm: Segment) -> bytes | None:
         del buf
 
 
+def stream_tag(shm: Segment) -> bytes | None:
+    """The stream tag (writer id and stream number, :mod:`._stream_ids`) of the committed
+    value in *shm*; ``None`` while it is not committed or has no stream number."""
+    buf = view(shm)
+    try:
+        if len(buf) < HEADER.size:
+            return None
+        magic, state, _, _, writer, _, _, _, stream = HEADER.unpack_from(buf, 0)
+        if magic != MAGIC or state != COMMITTED or not stream:
+            return None
+        return bytes(writer) + NUMBER.pack(stream)
+    finally:
+        del buf
+
+
 def read_value(shm: Segment, key: str, namespace: str) -> bytes | None:
     """The committed payload in *shm* for *key*; ``None`` while it is not committed.
     Raises :class:`ShmCorrupt` for a segment that is not ours, another key's (a digest
@@ -57,7 +79,7 @@ def read_value(shm: Segment, key: str, namespace: str) -> bytes | None:
     try:
         if len(buf) < HEADER.size:
             return None
-        magic, state, _, _, _, key_len, data_len, crc = HEADER.unpack_from(buf, 0)
+        magic, state, _, _, _, key_len, data_len, crc, _ = HEADER.unpack_from(buf, 0)
         if state != COMMITTED:
             return None  # being written (or its writer died): not there yet
         end = HEADER.size + key_len + data_len

@@ -19,6 +19,22 @@ function that ends the subscription. An adapter that finds ``subscribe`` waits
 for such a call instead of sleeping and re-polling; it still re-polls now and
 then, so a lost notification costs latency, never a chunk.
 
+Optional capability (stream identity, rule R29): a connector whose get consumes
+may offer ::
+
+    abandon(key: str) -> None
+    sweep(key: str) -> bool | None
+
+The reference adapter calls ``abandon`` (from its RECV thread) when a
+registration is cleaned up before its stream's final, with the key it would
+have read next; the connector's later gets of that request and stage then
+throw the rest of that stream away (``None``), so a reused request id never
+reads an older stream's chunk. ``sweep`` (any key of that request and stage)
+throws away the next chunk of that rest if it is there, touching no other
+stream's value: ``True`` progress, ``False`` nothing there yet, ``None``
+nothing left to wait for. Shared memory and Redis offer both
+(``connectors/_stream_ids.py``).
+
 Optional hint: a connector whose store can be briefly unreachable sets
 ``put_retry_window`` (seconds) and the reference adapter spreads a non-final
 chunk's put tries over that long unless told otherwise (its
@@ -41,7 +57,7 @@ import re
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from ..errors import ConnectorError
 
@@ -239,6 +255,22 @@ class ConnectorWrapper:
         """The wrapped connector's retry-window hint (see module doc), or ``None``."""
         hint = getattr(self.inner, "put_retry_window", None)
         return hint if isinstance(hint, (int, float)) and not isinstance(hint, bool) else None
+
+    @property
+    def abandon(self) -> Callable[[str], None]:
+        """The wrapped connector's ``abandon`` (see module doc), if it has one."""
+        return cast(Callable[[str], None], self._identity("abandon"))
+
+    @property
+    def sweep(self) -> Callable[[str], bool | None]:
+        """The wrapped connector's ``sweep`` (see module doc), if it has one."""
+        return cast(Callable[[str], "bool | None"], self._identity("sweep"))
+
+    def _identity(self, name: str) -> object:
+        fn = getattr(self.inner, name, None)
+        if not callable(fn):
+            raise AttributeError(f"{self.inner!r} offers no {name} (no stream identity)")
+        return fn
 
     @property
     def subscribe(self) -> Subscribe:

@@ -9,9 +9,9 @@ No overwrite. ``NX`` makes a put store nothing when its key still holds a value
 nobody consumed: it raises :class:`~chunk_adapter.connectors.KeyOccupied`, as the
 shared-memory connector does, so a sender never silently replaces a chunk its
 receiver has not read (a reused request id, a second sender on the prefix). Of
-two writers racing for one key exactly one wins. The 28-byte header (``\x00CAR``,
-the 16-byte id of the connector that put the value, a put number) says whose
-value is there: this connector's own means its reader will consume it, so the
+two writers racing for one key exactly one wins. The 36-byte header (``\x00CAS``,
+the 16-byte id of the connector that put the value, a put number, the stream
+number) says whose value is there: this connector's own means its reader will consume it, so the
 error is transient and the adapter retries; anyone else's (another connector or
 process, a value without the header) makes it permanent (R25), so one foreign
 value cannot stall the SAVE thread. ``get`` strips the header; a value without
@@ -23,6 +23,11 @@ copy under the same header: the reading connector remembers the header it last
 consumed under each of its last :data:`_CONSUMED_MAX` keys and throws such a
 copy away (``get`` returns ``None``, and the key is free again), so neither the
 stream nor the next stream of that request id ever reads a chunk twice.
+
+Stream identity (R29). The writer's id and the stream number tag each value with
+its stream, and :meth:`abandon` makes the gets of a request id throw away the
+rest of a stream its reader was done with, so a reused request id never receives
+an older stream's chunk (:mod:`._stream_ids`).
 
 With ``notify=True`` a put that stored its value then publishes the key on
 ``prefix + "puts"``, and the connector offers the optional
@@ -69,6 +74,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidType, InvalidValue
+from ._keeps_streams import KeepsStreams
 from ._redis_claims import RedisClaims
 from ._redis_parts import (
     HeaderMemory,
@@ -81,7 +87,8 @@ from ._redis_parts import (
     ttl_ms,
 )
 from ._shm_layout import KeyOccupied
-from .base import OUTAGE_RETRY_WINDOW, ClosedOnce, Subscriptions, ValueTooLarge
+from ._stream_ids import NUMBER, Leftover, StreamLedger, StreamNumbers, is_final
+from .base import OUTAGE_RETRY_WINDOW, Subscriptions, ValueTooLarge
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
 
 __all__ = [
@@ -97,13 +104,15 @@ __all__ = [
 DEFAULT_TTL = 600.0  # seconds: far longer than any chunk waits, short enough to clean up
 MAX_VALUE_BYTES = 512 * 1024 * 1024  # Redis's proto-max-bulk-len default
 _GLOB_SPECIAL = "*?[]\\"
-# Every stored value starts with MAGIC, the 16-byte id of the connector that put it
-# and its put number (u64): whose value a put found under its key (see module doc).
-MAGIC = b"\x00CAR"
+# Every stored value starts with MAGIC, the 16-byte id of the connector that put it,
+# its put number (u64): whose value a put found under its key (see module doc); and
+# its stream number (u64, ._stream_ids). b"\x00CAR": the header before the stream number.
+MAGIC = b"\x00CAS"
 _PUT_NUMBER = struct.Struct("<Q")
 _WRITER_AT = len(MAGIC)
 WRITER_BYTES = 16
-HEADER_BYTES = len(MAGIC) + WRITER_BYTES + _PUT_NUMBER.size
+_STREAM_AT = len(MAGIC) + WRITER_BYTES + _PUT_NUMBER.size
+HEADER_BYTES = _STREAM_AT + NUMBER.size
 # Puts that raised after the server may have stored them, remembered (by key) so
 # that their retry reuses the header; the oldest are forgotten beyond this many.
 _UNSURE_MAX = 1024
@@ -113,7 +122,34 @@ _CONSUMED_MAX = 4096
 _log = logging.getLogger("chunk_adapter.redis")
 
 
-class RedisConnector(ClosedOnce):
+# KEYS[1]: a name; ARGV: MAGIC, the writer's offset and length, the stream number's
+# offset and length, then the abandoned stream tags. Returns nil when nothing is
+# there, 0 when another stream's value is (left in place), else the value, deleted.
+_SWEEP = """
+local head = redis.call('GETRANGE', KEYS[1], 0, ARGV[4] + ARGV[5] - 1)
+if head == '' then return nil end
+if string.sub(head, 1, string.len(ARGV[1])) ~= ARGV[1] then return 0 end
+local tag = string.sub(head, ARGV[2] + 1, ARGV[2] + ARGV[3])
+    .. string.sub(head, ARGV[4] + 1, ARGV[4] + ARGV[5])
+for i = 6, #ARGV do
+    if ARGV[i] == tag then
+        local value = redis.call('GET', KEYS[1])
+        redis.call('DEL', KEYS[1])
+        return value
+    end
+end
+return 0
+"""
+
+
+def _tag(raw: bytes) -> bytes | None:
+    """The stream tag (writer id, stream number) in a value's header; ``None`` without
+    a stream number."""
+    stream = raw[_STREAM_AT:HEADER_BYTES]
+    return raw[_WRITER_AT : _WRITER_AT + WRITER_BYTES] + stream if any(stream) else None
+
+
+class RedisConnector(KeepsStreams):
     """``put``/``get`` on a Redis server (see module doc).
 
     Pass a ``redis.Redis`` ``client`` (yours to close), or a ``url`` such as
@@ -122,7 +158,9 @@ class RedisConnector(ClosedOnce):
     ``"job"`` and ``"job:"`` are the same prefix); ``ttl`` is in seconds
     (``None``: no expiry); ``serializer`` is a ``dumps``/``loads`` pair
     (default ``SAFE``, which cannot run code). See the module doc for
-    passwords and TLS.
+    passwords and TLS. ``stream_identity`` (default ``True``, with
+    ``consume_on_get``): :meth:`abandon` works, so a reused request id never reads an
+    older stream's rest; ``False`` makes it do nothing.
     """
 
     # A server restart or failover takes a moment: the reference adapter gives a
@@ -142,6 +180,7 @@ class RedisConnector(ClosedOnce):
         socket_timeout: float = 5.0,
         max_value_bytes: int = MAX_VALUE_BYTES,
         exclusive_stages: bool = True,
+        stream_identity: bool = True,
     ) -> None:
         redis = import_redis()
         prefix = check_prefix(prefix)
@@ -153,11 +192,14 @@ class RedisConnector(ClosedOnce):
             raise InvalidValue(f"max_value_bytes must be >= 1, got {max_value_bytes!r}")
         if not isinstance(exclusive_stages, bool):
             raise InvalidType(f"exclusive_stages must be True or False, got {exclusive_stages!r}")
+        if not isinstance(stream_identity, bool):
+            raise InvalidType(f"stream_identity must be True or False, got {stream_identity!r}")
         self.exclusive_stages = exclusive_stages
         self.max_value_bytes = max_value_bytes
         self.prefix = prefix
         self.ttl_ms = ttl_ms(ttl)
         self.consume_on_get = bool(consume_on_get)
+        self.stream_identity = stream_identity and self.consume_on_get
         self.serializer = as_serializer(serializer)
         self.notify = bool(notify)
         self.channel = f"{prefix}puts"
@@ -194,6 +236,9 @@ class RedisConnector(ClosedOnce):
         # Header of the value this connector last consumed under each name
         # (consume_on_get only): a value with the same header is a retry's second copy.
         self._consumed = HeaderMemory(_CONSUMED_MAX)
+        # The stream number each put carries, and which values gets throw away (R29).
+        self._streams = StreamNumbers()
+        self._ledger = StreamLedger()
 
     def _name(self, key: str) -> bytes:
         return (self.prefix + key).encode("utf-8", "surrogatepass")
@@ -219,7 +264,9 @@ class RedisConnector(ClosedOnce):
         name = self._name(key)
         with self._lock:
             reused = self._unsure.pop(name)
-            header = reused or (MAGIC + self.writer + _PUT_NUMBER.pack(next(self._put_numbers)))
+            put_number = _PUT_NUMBER.pack(next(self._put_numbers))
+        stream = NUMBER.pack(self._streams.number(key))
+        header = reused or (MAGIC + self.writer + put_number + stream)
         blob = header + data
         try:
             stored = self.client.set(name, blob, nx=True, px=self.ttl_ms)
@@ -232,6 +279,7 @@ class RedisConnector(ClosedOnce):
             if occupied is not None:
                 raise occupied
             # An earlier try of this very put was stored after all: it succeeded.
+        self._streams.stored(key, is_final(value))
         if self.notify:
             self._publish(key)
 
@@ -309,12 +357,51 @@ class RedisConnector(ClosedOnce):
         if raw is None:
             return None
         raw = bytes(raw)
+        tag = None
         if raw.startswith(MAGIC) and len(raw) >= HEADER_BYTES:
             if self.consume_on_get and self._seen_before(name, raw[:HEADER_BYTES]):
                 _log.info("get(%r): dropped a second copy of a value already consumed", key)
                 return None
+            tag = _tag(raw)
             raw = raw[HEADER_BYTES:]
-        return decode_value(self.serializer, key, raw)
+        value = decode_value(self.serializer, key, raw)
+        if self.stream_identity and not self._ledger.keep(key, tag, is_final(value)):
+            return None  # the rest of an abandoned stream: thrown away (R29)
+        return value
+
+    def _sweep_at(self, leftover: Leftover) -> bool:
+        """(:class:`KeepsStreams`) One server-side script reads the header and deletes
+        only on a match."""
+        name = self._name(leftover.key)
+        try:
+            found = self.client.eval(
+                _SWEEP, 1, name, MAGIC, _WRITER_AT, WRITER_BYTES, _STREAM_AT, NUMBER.size,
+                *leftover.abandoned,
+            )  # fmt: skip
+        except import_redis().ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise command_error("sweep", leftover.key, exc) from exc
+            found = 0  # a list, hash, ... someone else stored there: not the rest
+        except self._errors as exc:
+            raise command_error("sweep", leftover.key, exc) from exc
+        if found is None:
+            return False
+        if isinstance(found, int):
+            self._ledger.passed(leftover)
+            return True
+        raw = bytes(found)
+        value = decode_value(self.serializer, leftover.key, raw[HEADER_BYTES:])
+        self._ledger.keep(leftover.key, _tag(raw), is_final(value))
+        return True
+
+    def _occupant_tag(self, key: str) -> bytes | None:
+        """The stream tag of the value under *key* now (nothing consumed)."""
+        try:
+            head = self.client.getrange(self._name(key), 0, HEADER_BYTES - 1)
+        except self._errors as exc:
+            raise command_error("abandon", key, exc) from exc
+        head = bytes(head or b"")
+        return _tag(head) if head.startswith(MAGIC) and len(head) >= HEADER_BYTES else None
 
     def _claim(self, role: str, key: str) -> None:
         """Claim *key*'s stage for this process (:mod:`._redis_claims`)."""

@@ -2,8 +2,8 @@
 
 Layout of a segment (little-endian), written by ``put``::
 
-    magic "CAS1" | state u32 | created f64 | pid i32 | writer 16s |
-    key_len u32 | payload_len u64 | crc32 u32 | key bytes | payload bytes
+    magic "CAS2" | state u32 | created f64 | pid i32 | writer 16s |
+    key_len u32 | payload_len u64 | crc32 u32 | stream u64 | key bytes | payload bytes
 
 Visibility is atomic for the reader: the segment is created (``O_EXCL``), sized,
 and filled with the header, key and payload while ``state`` is 0; writing
@@ -43,6 +43,11 @@ values unless they pass the same ``namespace``. Two started from one parent
 do share it; then the second process to write (or consume) a stage's keys is
 refused with :class:`NamespaceShared`, before anything mixes
 (:mod:`._shm_claims`).
+
+Stream identity (R29). ``writer`` and ``stream`` tag each value with its stream,
+and :meth:`abandon` makes the gets of a request id throw away the rest of a stream
+its reader was done with, so a reused request id never receives an older
+stream's chunk (:mod:`._stream_ids`).
 """
 
 from __future__ import annotations
@@ -75,7 +80,9 @@ from ._shm_layout import (
 )
 from ._shm_leases import Lease, lease_directory
 from ._shm_maintenance import ShmMaintenance
-from ._shm_values import fill, occupied, read_value, writer_of
+from ._shm_streams import ShmStreams
+from ._shm_values import fill, occupied, read_value, stream_tag, writer_of
+from ._stream_ids import StreamLedger, StreamNumbers, is_final
 from .base import OUTAGE_RETRY_WINDOW, NamespaceShared, PermanentError, ValueTooLarge
 from .doorbell import Doorbell
 from .serialization import SAFE, Serializer, as_serializer, check_key, decode_value, encode_value
@@ -94,7 +101,7 @@ __all__ = [
 ]
 
 
-class SharedMemoryConnector(ShmMaintenance):
+class SharedMemoryConnector(ShmStreams, ShmMaintenance):
     """``put``/``get`` over one POSIX shared-memory segment per key (see module doc).
 
     ``namespace`` keeps connectors (and test runs) apart: sender and receiver
@@ -113,7 +120,9 @@ class SharedMemoryConnector(ShmMaintenance):
     ``True``): a second live process writing a stage's keys in this namespace, or
     consuming them, is refused with :class:`NamespaceShared` (two pipelines sharing
     the namespace by accident, :mod:`._shm_claims`); ``False`` for a stage several
-    processes serve on purpose.
+    processes serve on purpose. ``stream_identity`` (default ``True``, with
+    ``consume_on_get``): :meth:`abandon` works, so a reused request id never reads an
+    older stream's rest; ``False`` makes it do nothing.
     """
 
     # A full /dev/shm is transient: the reference adapter gives a non-final this
@@ -129,6 +138,7 @@ class SharedMemoryConnector(ShmMaintenance):
         notify: bool = False,
         reclaim: bool = True,
         exclusive_stages: bool = True,
+        stream_identity: bool = True,
     ) -> None:
         if os.name != "posix":
             raise ConnectorError(
@@ -155,6 +165,12 @@ class SharedMemoryConnector(ShmMaintenance):
         if not isinstance(exclusive_stages, bool):
             raise InvalidType(f"exclusive_stages must be True or False, got {exclusive_stages!r}")
         self.exclusive_stages = exclusive_stages
+        if not isinstance(stream_identity, bool):
+            raise InvalidType(f"stream_identity must be True or False, got {stream_identity!r}")
+        self.stream_identity = stream_identity and self.consume_on_get
+        # The stream number each put carries, and which values gets throw away (R29).
+        self._streams = StreamNumbers()
+        self._ledger = StreamLedger()
         # One live process writes a stage's keys, one consumes them (._shm_claims);
         # released by close() or when this connector is garbage collected.
         self._claims: Claims | None = None
@@ -198,7 +214,8 @@ class SharedMemoryConnector(ShmMaintenance):
         except OSError as exc:
             raise ConnectorError(f"put({key!r}): cannot create segment {name!r}: {exc}") from exc
         try:
-            fill(shm, size, self._writer, raw_key, data)  # state = COMMITTED is the last store
+            # state = COMMITTED is the last store
+            fill(shm, size, self._writer, self._streams.number(key), raw_key, data)
         except BaseException as exc:
             self._discard(shm)
             if isinstance(exc, OSError):
@@ -226,6 +243,7 @@ class SharedMemoryConnector(ShmMaintenance):
                 return  # consumed already: it was delivered
             self._discard(mine)
             raise ConnectorError(f"put({key!r}): the connector was closed meanwhile; not stored")
+        self._streams.stored(key, is_final(value))
         if self._doorbell is not None:
             self._doorbell.ring(key)  # after the commit: a notified get finds the value
 
@@ -281,10 +299,13 @@ class SharedMemoryConnector(ShmMaintenance):
                 return None
             value = decode_value(self.serializer, key, data)
             if self.consume_on_get:
+                tag = stream_tag(shm)
                 try:
                     shm.unlink()
                 except FileNotFoundError:  # another consumer took it first
                     return None
+                if self.stream_identity and not self._ledger.keep(key, tag, is_final(value)):
+                    return None  # the rest of an abandoned stream: thrown away (R29)
             return value
         finally:
             shm.close()
