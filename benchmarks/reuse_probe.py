@@ -10,7 +10,11 @@ point of its plan: at once (often before the first chunk), after one or two chun
 after the final. Every registration must have received chunks of one stream only
 (``mixed`` otherwise), in the order they were sent (``order``), of a stream no earlier
 registration received any chunk of (``old``: the rest of a stream left unfinished).
-Exit 0 when none of the three was seen on any connector, 1 otherwise. Random choices
+Every 5 s it samples the receiving process's RSS, the store (segments, keys) and the
+receiver's depths: after the first third of the run (warm-up) RSS must grow by less than
+10 % (and 8 MiB), and the store stay within what the ids can hold open (``flat``).
+Exit 0 when none of the three was seen on any connector and each was flat, 1 otherwise.
+Random choices
 come from ``random.Random(seed)`` per process; thread and process timing is not seeded.
 ``--no-identity`` makes the connectors with ``stream_identity=False`` (the code before
 stream identity), to show what the probe catches.
@@ -19,6 +23,7 @@ stream identity), to show what the probe catches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import multiprocessing
 import random
@@ -91,10 +96,16 @@ def probe(spec: dict[str, Any], seconds: float, ids: int, seed: int) -> dict[str
     seen: set[str] = set()  # streams some registration received a chunk of
     examples: list[str] = []
     regs: dict[str, Registration] = {}
-    end = time.monotonic() + seconds
+    process = importlib.import_module("psutil").Process()
+    samples: list[dict[str, float]] = []
+    start = time.monotonic()
+    end, next_sample = start + seconds, start
     try:
         while time.monotonic() < end:
             now = time.monotonic()
+            if now >= next_sample:
+                samples.append(_sample(now - start, process, conn, rcv))
+                next_sample += SAMPLE_EVERY
             for n in range(ids):
                 rid = f"r{n}"
                 if rid not in regs:
@@ -123,7 +134,8 @@ def probe(spec: dict[str, Any], seconds: float, ids: int, seed: int) -> dict[str
     sender_stats = sent.get(timeout=10) if not sent.empty() else {}
     if proc.exitcode is None:
         proc.kill()
-    stored = conn.segments() if isinstance(conn, SharedMemoryConnector) else conn.keys()
+    samples.append(_sample(time.monotonic() - start, process, conn, rcv))
+    stored = _stored(conn)
     result = {
         "connector": spec["kind"],
         "identity": spec["identity"],
@@ -132,11 +144,44 @@ def probe(spec: dict[str, Any], seconds: float, ids: int, seed: int) -> dict[str
         "leftovers discarded": getattr(conn, "leftovers_discarded", None),
         "sweeps given up": rcv.stats().leftovers_given_up,
         "stored at the end": len(stored),
+        **_flat(samples, ids),
         "examples": examples[:5],
     }
     conn.purge()
     conn.close()
     return result
+
+
+SAMPLE_EVERY = 5.0  # seconds between samples of RSS, store and depths
+
+
+def _stored(conn: Any) -> list[str]:
+    return list(conn.segments() if isinstance(conn, SharedMemoryConnector) else conn.keys())
+
+
+def _sample(t: float, process: Any, conn: Any, rcv: ChunkAdapter) -> dict[str, float]:
+    stats = rcv.stats()
+    return {
+        "t": round(t, 1),
+        "rss_mib": round(process.memory_info().rss / 2**20, 1),
+        "store": len(_stored(conn)),
+        "draining": stats.draining,
+        "registered": stats.registered,
+    }
+
+
+def _flat(samples: list[dict[str, float]], ids: int) -> dict[str, Any]:
+    """RSS after warm-up (the first third) and the store's largest size (module doc)."""
+    base, last = samples[len(samples) // 3], samples[-1]
+    growth = last["rss_mib"] - base["rss_mib"]
+    bound = ids * 6 * 3  # per id: a stream being sent, one being left, one being read
+    store = max(s["store"] for s in samples)
+    return {
+        "rss_mib": [base["rss_mib"], last["rss_mib"]],
+        "store_max": store,
+        "draining_max": max(s["draining"] for s in samples),
+        "flat": growth < max(8.0, 0.1 * base["rss_mib"]) and store <= bound,
+    }
 
 
 def _judge(
@@ -186,8 +231,11 @@ def main(argv: list[str] | None = None) -> int:
                 result = probe(spec, args.seconds, args.ids, args.seed)
         print(json.dumps(result))
         failed = failed or any(result.get(k) for k in ("mixed", "order", "old"))
-    verdict = "FAILED: a registration received" if failed else "ok: no registration received"
-    print(f"{verdict} a mixed, reordered or old stream")
+        failed = failed or not result["flat"]
+    print(
+        f"{'FAILED' if failed else 'ok'}: no mixed, reordered or old stream in any "
+        "registration, RSS and store flat"
+    )
     return 1 if failed else 0
 
 

@@ -103,16 +103,15 @@ class ReceiverSide(LeftoverSide):
             if next_id is None:
                 return
             self._awaited.discard(chunk_key(request_id, self.src_stage_id, next_id))
-            if not unfinished or self._stop.is_set():
-                return
             if self._identity is not None:
-                self._queue.append((request_id, Leave(next_id)))
-                self._recv_signal += 1
-                self._recv_cond.notify()
+                if unfinished and not self._stop.is_set():
+                    self._queue.append((request_id, Leave(next_id)))
+                    self._recv_signal += 1
+                    self._recv_cond.notify()
                 return
-            if not self.discard_leftovers:
-                return
-            if next_id == 0:  # a stream that never arrived may never be sent at all
+            # A drain only for a stream that arrived: one that never did may never be sent.
+            started = next_id > 0
+            if not (self.discard_leftovers and unfinished and started) or self._stop.is_set():
                 return
             drain = self._drains.get(request_id)
             if drain is not None:

@@ -97,3 +97,21 @@ def test_the_sweep_looks_where_the_lowest_rest_starts_and_past_other_streams() -
     ledger.keep("r_0_2", tag(1), final=True)  # A's final swept
     ledger.keep("r_0_2", tag(2), final=True)  # B's final swept
     assert ledger.leftover("r_0_0") is None
+
+
+@pytest.mark.rule("R29")
+def test_the_ledger_keeps_only_what_is_open_or_left() -> None:
+    """Unique request ids (the common case) cost nothing once their streams are read."""
+    ledger = StreamLedger()
+    for n in range(100):
+        ledger.keep(f"r{n}_0_0", tag(n), final=False)
+        ledger.keep(f"r{n}_0_1", tag(n), final=True)
+    assert len(ledger) == 0
+    ledger.keep("r_0_0", tag(1), final=False)
+    assert len(ledger) == 1, "a stream being read"
+    ledger.abandon("r_0_1", lambda key: None)
+    assert len(ledger) == 1, "a stream left"
+    ledger.keep("r_0_1", tag(1), final=True)  # its final thrown away
+    assert len(ledger) == 0
+    assert not ledger.abandon("s_0_0", lambda key: None)
+    assert len(ledger) == 0, "nothing left, nothing remembered"

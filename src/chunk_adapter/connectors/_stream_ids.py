@@ -52,8 +52,9 @@ NUMBER = struct.Struct("<Q")
 TAG_BYTES = 16 + NUMBER.size
 """A stream tag: the writer's 16-byte id, then the stream number."""
 _TRACKED = 65536
-"""Requests (per stage) whose stream numbers or last reads are kept, oldest out first:
-far more streams than are open at once."""
+"""Requests (per stage) whose stream numbers or reads are kept, oldest out first: far
+more streams than are open at once (each side forgets a stream once its final is
+stored, or handed out, with nothing of it left behind)."""
 _ABANDONED_KEPT = 16
 """Abandoned streams remembered per request and stage (the oldest forgotten first)."""
 _KEY = re.compile(r"(.+_-?\d+)_(\d+)")
@@ -160,6 +161,10 @@ class StreamLedger:
         self.abandoned = 0
         """Streams abandoned (``abandon`` calls that found a stream to abandon)."""
 
+    def __len__(self) -> int:
+        """Requests (per stage) remembered: streams being read, and streams left."""
+        return len(self._reads)
+
     def _of(self, stream: str) -> _Reads:
         reads = self._reads.get(stream) or _Reads()
         _bounded_set(self._reads, stream, reads)
@@ -174,15 +179,18 @@ class StreamLedger:
         stream, chunk_id = parts
         with self._lock:
             reads = self._of(stream)
-            if tag in reads.abandoned:
+            keep = tag not in reads.abandoned
+            if keep:
+                reads.last, reads.last_chunk, reads.finished = tag, chunk_id, final
+            else:
                 self.discarded += 1
                 if final:
                     del reads.abandoned[tag]
                 else:
                     reads.abandoned[tag] = max(reads.abandoned[tag], chunk_id + 1)
-                return False
-            reads.last, reads.last_chunk, reads.finished = tag, chunk_id, final
-            return True
+            if reads.finished and not reads.abandoned:
+                del self._reads[stream]  # nothing to remember: what is kept is what is open
+            return keep
 
     def abandon(self, key: str, occupant: Callable[[str], bytes | None]) -> bool:
         """The reader is done with the stream it was reading under *key*'s request and
@@ -194,7 +202,7 @@ class StreamLedger:
             return False
         stream, chunk_id = parts
         with self._lock:
-            reads = self._of(stream)
+            reads = self._reads.get(stream) or _Reads()
             tag = reads.last if not reads.finished else None
             rest = reads.last_chunk + 1
         if tag is None and chunk_id == 0:
