@@ -68,7 +68,7 @@ class Drain:
 class StreamIdentity(NamedTuple):
     """A connector's stream identity (module doc): its ``abandon`` and ``sweep``."""
 
-    abandon: Callable[[str], object]
+    abandon: Callable[[str], object]  # False: no stream was left (nothing to sweep)
     sweep: Callable[[str], bool | None]
 
 
@@ -115,7 +115,7 @@ class LeftoverSide:
         sweep that stream's rest away (module doc)."""
         assert self._identity is not None  # only a connector with one queues a Leave
         try:
-            self._identity.abandon(key)
+            left = self._identity.abandon(key)
         except survived() as exc:
             self._recv_pace.say(
                 self.log.warning, "abandon", key,
@@ -123,6 +123,8 @@ class LeftoverSide:
                 "(%r): a new stream of this request id may receive its rest", key, exc,
             )  # fmt: skip
             return
+        if left is False:
+            return  # it handed out nothing of that stream: nothing to sweep for
         with self._recv_lock:
             sweep = self._sweeps.get(request_id)
             if sweep is not None:

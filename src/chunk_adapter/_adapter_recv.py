@@ -90,8 +90,10 @@ class ReceiverSide(LeftoverSide):
     def cleanup_receiver(self, request_id: str) -> None:
         """Forget the registration and its ready chunks: a commit fence (R16).
 
-        With ``discard_leftovers``, an unfinished registration's stream is drained
-        (module doc); the drain runs on the RECV thread, so this never waits (R3).
+        An unfinished registration's stream is left to the connector's stream
+        identity, or drained with ``discard_leftovers`` on a connector without it
+        (:mod:`._adapter_leftovers`); both run on the RECV thread, so this never
+        waits (R3).
         """
         check_request_id(request_id, "cleanup_receiver")
         with self._recv_lock:  # _recv_cond's lock: notify() below may be called under it

@@ -121,6 +121,8 @@ def _stream_identity(connector: Connector) -> StreamIdentity | None:
         return None
     if getattr(connector, "consume_on_get", True) is False:
         return None
+    if getattr(connector, "stream_identity", True) is False:
+        return None  # turned off: discard_leftovers' drain, if asked for, does it
     return StreamIdentity(abandon, sweep)
 
 
@@ -134,11 +136,13 @@ class ChunkAdapter(SenderSide, ReceiverSide):
     :mod:`.connectors.base`); ``exit_drain_timeout`` (5 s)
     bounds how long ``with`` waits for saved chunks to be put before stopping;
     ``stall_timeout`` (30 s, ``None`` for off) reports a registration that
-    makes no progress for that long; ``discard_leftovers`` (``False``) makes
-    ``cleanup_receiver`` of an unfinished registration discard the rest of
-    that stream as it arrives, so a later stream with the same request id never
-    receives it (docs/connectors.md, "Stream identity"), giving up on a rest
-    that does not come for ``leftover_timeout`` (30 s); ``final_put_timeout``
+    makes no progress for that long. Stream identity (R29): on a connector that
+    keeps it (shared memory, Redis) ``cleanup_receiver`` of an unfinished
+    registration has the connector throw the rest of that stream away, so a later
+    stream with the same request id never receives it; on one without,
+    ``discard_leftovers`` (``False``) has the adapter drain that rest itself
+    (docs/connectors.md, "Stream identity"); either gives up on a rest that does
+    not come for ``leftover_timeout`` (30 s). ``final_put_timeout``
     (``None``: off, as R10 asks) gives up, loudly, a final whose puts have
     failed for that many seconds; ``max_save_queue`` (``None``: no bound)
     refuses a non-final ``save_async`` with ``SaveQueueFull`` while that many

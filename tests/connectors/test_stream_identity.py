@@ -17,6 +17,7 @@ stream has emptied until then (docs/connectors.md, "Stream identity").
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from chunk_adapter.adapter import ChunkAdapter
 from chunk_adapter.connectors import MemoryConnector, RedisConnector, SharedMemoryConnector
 from chunk_adapter.connectors.base import ConnectorWrapper
 from chunk_adapter.errors import InvalidType, InvalidValue
+from chunk_adapter.stats import AdapterStats
 
 BOUND = 30.0  # generous bound for anything to arrive; never expected to be reached
 OLD = ["A0", "A1", "A2", "A3", "A4", "A-final"]
@@ -57,17 +59,29 @@ class Receiver:
         return self.got
 
 
+@contextlib.contextmanager
+def pair(conn: Any, **receiver_options: Any) -> Iterator[tuple[ChunkAdapter, ChunkAdapter]]:
+    """A sender (stage 0, quick put retries) and a receiver (stage 1) over *conn*,
+    both stopped at the end."""
+    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
+    rcv = ChunkAdapter(conn, stage_id=1, **receiver_options)
+    try:
+        yield snd, rcv
+    finally:
+        snd.stop()
+        rcv.stop()
+
+
 def send(snd: ChunkAdapter, rid: str, datas: list[str]) -> None:
     for data in datas:
         snd.save_async(rid, data, data.endswith("final"))
 
 
-def reuse_after_cleanup(conn: Any, *, discard: bool) -> list[Any]:
+def reuse_after_cleanup(conn: Any, *, discard: bool) -> tuple[list[Any], AdapterStats]:
     """The issue's scenario: the receiver takes A0, A1 and cleans up; the sender
-    finishes A and starts B under the same id; the receiver registers again."""
-    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
-    rcv = ChunkAdapter(conn, stage_id=1, discard_leftovers=discard)
-    try:
+    finishes A and starts B under the same id; the receiver registers again. Returns what
+    the new registration received and the receiver's stats at the end."""
+    with pair(conn, discard_leftovers=discard) as (snd, rcv):
         rcv.load_async("r")
         send(snd, "r", OLD[:2])
         assert Receiver(rcv, "r").until(2) == OLD[:2]
@@ -82,10 +96,7 @@ def reuse_after_cleanup(conn: Any, *, discard: bool) -> list[Any]:
         _until(lambda: bool(new.pump()) and str(new.got[-1]).endswith("final"), "a final")
         _until(lambda: rcv.stats().draining == 0, "the sweep of A's rest to end")
         rcv.cleanup_receiver("r")
-        return new.got
-    finally:
-        snd.stop()
-        rcv.stop()
+        return new.got, rcv.stats()
 
 
 def stored(conn: Any) -> list[str]:
@@ -106,16 +117,20 @@ def keeping(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.mark.rule("R29")
 def test_by_default_a_reused_id_receives_only_its_own_stream(keeping: Any) -> None:
-    assert reuse_after_cleanup(keeping, discard=False) == NEW
-    assert keeping.leftovers_discarded == len(OLD) - 2
+    got, stats = reuse_after_cleanup(keeping, discard=False)
+    assert got == NEW
+    # A's rest, each chunk thrown away by the connector or, when the old registration's
+    # get was in flight at the cleanup, by the adapter's fence (R16)
+    assert keeping.leftovers_discarded + stats.stale_discarded == len(OLD) - 2
     assert stored(keeping) == [], "A's rest past B's final is swept away too"
 
 
 @pytest.mark.rule("R29")
 def test_with_discard_leftovers_the_connector_still_keeps_identity(keeping: Any) -> None:
     """The option asks for what the connector does already: same outcome."""
-    assert reuse_after_cleanup(keeping, discard=True) == NEW
-    assert keeping.leftovers_discarded == len(OLD) - 2
+    got, stats = reuse_after_cleanup(keeping, discard=True)
+    assert got == NEW
+    assert keeping.leftovers_discarded + stats.stale_discarded == len(OLD) - 2
 
 
 @pytest.mark.rule("R29")
@@ -124,7 +139,7 @@ def test_without_stream_identity_the_old_stream_leaks_into_the_new_one(
 ) -> None:
     """The bug as measured (shm): proof that the scenario above bites."""
     with SharedMemoryConnector(shm_namespace, stream_identity=False) as conn:
-        got = reuse_after_cleanup(conn, discard=False)
+        got, _ = reuse_after_cleanup(conn, discard=False)
         assert got == ["B0", "B1", "A2", "A3", "A4", "A-final"]
         conn.purge()  # B's rest, stuck behind A's leftovers
 
@@ -132,16 +147,14 @@ def test_without_stream_identity_the_old_stream_leaks_into_the_new_one(
 @pytest.mark.rule("R29")
 def test_on_memory_the_drain_keeps_a_reused_id_to_its_own_stream() -> None:
     conn = MemoryConnector(consume_on_get=True)
-    assert reuse_after_cleanup(conn, discard=True) == NEW
+    assert reuse_after_cleanup(conn, discard=True)[0] == NEW
     assert len(conn) == 0
 
 
 @pytest.mark.rule("R29")
 def test_a_rest_that_never_comes_is_given_up_and_the_new_stream_flows() -> None:
     conn = MemoryConnector(consume_on_get=True)
-    snd = ChunkAdapter(conn, stage_id=0)
-    rcv = ChunkAdapter(conn, stage_id=1, discard_leftovers=True, leftover_timeout=0.2)
-    try:
+    with pair(conn, discard_leftovers=True, leftover_timeout=0.2) as (snd, rcv):
         rcv.load_async("r")
         send(snd, "r", ["A0"])
         assert Receiver(rcv, "r").until(1) == ["A0"]
@@ -155,9 +168,6 @@ def test_a_rest_that_never_comes_is_given_up_and_the_new_stream_flows() -> None:
         send(snd, "r", NEW)
         assert Receiver(rcv, "r").until(len(NEW)) == NEW
         rcv.check_invariants()
-    finally:
-        snd.stop()
-        rcv.stop()
 
 
 class Blind(ConnectorWrapper):
@@ -183,9 +193,7 @@ def test_two_abandoned_streams_of_one_id_are_drained_in_order() -> None:
     B0; then C: it gets none of A's or B's chunks, though B's rest lands below A's."""
     memory = MemoryConnector(consume_on_get=True)
     conn = Blind(memory, "r_0_1")
-    snd = ChunkAdapter(conn, stage_id=0)
-    rcv = ChunkAdapter(conn, stage_id=1, discard_leftovers=True)
-    try:
+    with pair(conn, discard_leftovers=True) as (snd, rcv):
         rcv.load_async("r")
         send(snd, "r", ["A0"])
         assert Receiver(rcv, "r").until(1) == ["A0"]
@@ -206,9 +214,6 @@ def test_two_abandoned_streams_of_one_id_are_drained_in_order() -> None:
         assert Receiver(rcv, "r").until(2) == ["C0", "C-final"]
         assert rcv.stats().leftovers_discarded == 4
         assert len(memory) == 0
-    finally:
-        snd.stop()
-        rcv.stop()
 
 
 def test_a_keeping_connector_is_refused() -> None:
@@ -217,16 +222,14 @@ def test_a_keeping_connector_is_refused() -> None:
 
 
 @pytest.mark.rule("R29")
-def test_a_registration_cleaned_up_before_its_first_chunk_leaves_its_stream(
+def test_a_registration_that_received_nothing_leaves_its_stream_whole_to_the_next(
     keeping: Any,
 ) -> None:
-    """The issue's first figure: the client is gone before A0 was read, A sits whole in
-    the store, and the next client of the id used to get all of A. The connector sees
-    A's chunk 0 waiting when told the stream was left, and that is the stream left."""
+    """The limit no connector can pass (docs/contract.md, R29): the client is gone before
+    A0 was read, so nothing says A was its stream and not the next client's. The next
+    registration gets A whole, never mixed, and the one after it B."""
     conn = Blind(keeping, "r_0_0")
-    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
-    rcv = ChunkAdapter(conn, stage_id=1)
-    try:
+    with pair(conn) as (snd, rcv):
         conn.blind.set()  # the receiver's gets of A0 find nothing: A0 has "not arrived"
         rcv.load_async("r")
         send(snd, "r", OLD)
@@ -234,15 +237,14 @@ def test_a_registration_cleaned_up_before_its_first_chunk_leaves_its_stream(
         rcv.cleanup_receiver("r")
         conn.blind.clear()
         rcv.load_async("r")
+        assert Receiver(rcv, "r").until(len(OLD)) == OLD
+        assert rcv.stats().streams_left == 1
+        assert rcv.stats().draining == 0, "nothing left, so nothing swept for"
+        rcv.cleanup_receiver("r")
+        rcv.load_async("r")
         send(snd, "r", NEW)
         assert Receiver(rcv, "r").until(len(NEW)) == NEW
-        _until(lambda: rcv.stats().draining == 0, "the sweep of A to end")
-        assert keeping.leftovers_discarded == len(OLD)
-        assert stored(keeping) == []
-        assert rcv.stats().streams_left == 1
-    finally:
-        snd.stop()
-        rcv.stop()
+        assert keeping.leftovers_discarded == 0
 
 
 class Stalled(ConnectorWrapper):
@@ -272,9 +274,7 @@ def test_a_get_in_flight_at_cleanup_still_names_the_stream_left(keeping: Any) ->
     """A0's get has consumed it when the registration is cleaned up: the registration
     committed nothing, yet the stream it was reading is A, and A is what is left."""
     conn = Stalled(keeping, "r_0_0")
-    snd = ChunkAdapter(conn, stage_id=0, put_backoff=0.001)
-    rcv = ChunkAdapter(conn, stage_id=1)
-    try:
+    with pair(conn) as (snd, rcv):
         rcv.load_async("r")
         send(snd, "r", OLD[:1])
         assert conn.inside.wait(BOUND)
@@ -287,9 +287,6 @@ def test_a_get_in_flight_at_cleanup_still_names_the_stream_left(keeping: Any) ->
         assert rcv.stats().stale_discarded == 1  # A0: the fence (R16)
         assert keeping.leftovers_discarded == len(OLD) - 1
         assert stored(keeping) == []
-    finally:
-        snd.stop()
-        rcv.stop()
 
 
 @pytest.mark.rule("R29")
@@ -331,9 +328,7 @@ def test_a_dead_senders_rest_holds_back_no_new_sender(keeping: Any) -> None:
 def test_two_streams_left_in_turn_reach_neither_the_third(keeping: Any) -> None:
     """A is left after A0; B, registered next, after B0 (A's rest still unsent); then A's
     rest, B's rest and C are sent: C gets only C, and both rests are swept away."""
-    snd = ChunkAdapter(keeping, stage_id=0, put_backoff=0.001)
-    rcv = ChunkAdapter(keeping, stage_id=1)
-    try:
+    with pair(keeping) as (snd, rcv):
         rcv.load_async("r")
         send(snd, "r", ["A0"])
         assert Receiver(rcv, "r").until(1) == ["A0"]
@@ -346,11 +341,8 @@ def test_two_streams_left_in_turn_reach_neither_the_third(keeping: Any) -> None:
         send(snd, "r", ["B1", "B2", "B-final", "C0", "C-final"])
         assert Receiver(rcv, "r").until(2) == ["C0", "C-final"]
         _until(lambda: rcv.stats().draining == 0, "the sweeps to end")
-        assert keeping.leftovers_discarded == 5
+        assert keeping.leftovers_discarded + rcv.stats().stale_discarded == 5
         assert stored(keeping) == []
-    finally:
-        snd.stop()
-        rcv.stop()
 
 
 @pytest.mark.rule("R29")
@@ -418,9 +410,7 @@ def test_a_failed_abandon_is_logged_and_costs_only_the_identity(
     may receive the old stream's rest, as without stream identity."""
     with SharedMemoryConnector(shm_namespace) as inner:
         conn = Forgetful(inner)
-        snd = ChunkAdapter(conn, stage_id=0)
-        rcv = ChunkAdapter(conn, stage_id=1)
-        try:
+        with pair(conn) as (snd, rcv):
             rcv.load_async("r")
             send(snd, "r", ["A0"])
             assert Receiver(rcv, "r").until(1) == ["A0"]
@@ -433,6 +423,123 @@ def test_a_failed_abandon_is_logged_and_costs_only_the_identity(
             rcv.load_async("s")  # the RECV thread goes on
             send(snd, "s", ["s0", "s-final"])
             assert Receiver(rcv, "s").until(2) == ["s0", "s-final"]
-        finally:
-            snd.stop()
-            rcv.stop()
+
+
+@pytest.mark.rule("R29")
+def test_a_rest_that_comes_after_the_sweep_gave_up_is_still_thrown_away(
+    keeping: Any,
+) -> None:
+    """A's sender stalls after A0 for longer than leftover_timeout, then sends A's rest
+    and B: the new registration's gets throw A's rest away where they meet it."""
+    with pair(keeping, leftover_timeout=0.2) as (snd, rcv):
+        rcv.load_async("r")
+        send(snd, "r", ["A0"])
+        assert Receiver(rcv, "r").until(1) == ["A0"]
+        rcv.cleanup_receiver("r")
+        _until(lambda: rcv.stats().leftovers_given_up == 1, "the sweep to give up")
+        rcv.load_async("r")
+        send(snd, "r", ["A1", "A-final", *NEW])
+        assert Receiver(rcv, "r").until(len(NEW)) == NEW
+        assert keeping.leftovers_discarded == 2
+        assert stored(keeping) == []
+
+
+@pytest.mark.rule("R29")
+def test_with_identity_off_discard_leftovers_drains_as_before(shm_namespace: str) -> None:
+    with (
+        SharedMemoryConnector(shm_namespace, stream_identity=False) as conn,
+        pair(conn, discard_leftovers=True) as (snd, rcv),
+    ):
+        rcv.load_async("r")
+        send(snd, "r", OLD[:2])
+        assert Receiver(rcv, "r").until(2) == OLD[:2]
+        rcv.cleanup_receiver("r")
+        assert rcv.stats().draining == 1, "the adapter's drain, not a sweep"
+        rcv.load_async("r")
+        send(snd, "r", OLD[2:] + NEW)
+        assert Receiver(rcv, "r").until(len(NEW)) == NEW
+        assert rcv.stats().leftovers_discarded == len(OLD) - 2
+        assert rcv.stats().streams_left == 0
+
+
+class Unsure:
+    """A redis client whose next ``set`` stores its value and then raises (a timeout
+    after the server applied it: the put is unsure)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.fail_next = False
+
+    def set(self, *args: Any, **kwargs: Any) -> Any:
+        stored = self.client.set(*args, **kwargs)
+        if self.fail_next:
+            self.fail_next = False
+            raise redis_errors().ConnectionError("timed out after the server stored it")
+        return stored
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def redis_errors() -> Any:
+    return pytest.importorskip("redis").exceptions
+
+
+@pytest.fixture
+def unsure_pair(
+    redis_server: Any, redis_prefix: str
+) -> Iterator[tuple[Unsure, RedisConnector, RedisConnector]]:
+    """A sender whose client can make a put unsure, and a receiver, on one prefix."""
+    client = pytest.importorskip("redis").Redis.from_url(redis_server.url)
+    unsure = Unsure(client)
+    snd = RedisConnector(client=unsure, prefix=redis_prefix, exclusive_stages=False)
+    rcv = RedisConnector(client=client, prefix=redis_prefix, exclusive_stages=False)
+    try:
+        yield unsure, snd, rcv
+    finally:
+        snd.close()
+        rcv.close()
+        client.close()
+
+
+@pytest.mark.rule("R29")
+def test_on_redis_a_retry_of_a_swept_unsure_final_is_not_read_again(
+    unsure_pair: tuple[Unsure, RedisConnector, RedisConnector],
+) -> None:
+    """A's final is put unsure (stored, then the put raised); the sweep takes it; the
+    sender's retry stores a second copy once the key is free. The new stream must not
+    read it: it is recognised as a value already consumed."""
+    unsure, snd, rcv = unsure_pair
+    snd.put("r_0_0", {"data": "A0", "finished": False})
+    assert rcv.get("r_0_0") == {"data": "A0", "finished": False}
+    assert rcv.abandon("r_0_1")
+    unsure.fail_next = True
+    with pytest.raises(Exception, match="timed out after the server stored it"):
+        snd.put("r_0_1", {"data": "A-final", "finished": True})
+    assert rcv.sweep("r_0_0") is True  # A's final, swept
+    assert rcv.sweep("r_0_0") is None
+    snd.put("r_0_1", {"data": "A-final", "finished": True})  # the adapter's retry
+    snd.put("r_0_0", {"data": "B0", "finished": False})
+    assert rcv.get("r_0_0") == {"data": "B0", "finished": False}
+    assert rcv.get("r_0_1") is None, "the retry's copy of A's final"
+
+
+@pytest.mark.rule("R29")
+def test_on_redis_an_unsure_header_never_tags_another_streams_chunk(
+    unsure_pair: tuple[Unsure, RedisConnector, RedisConnector],
+) -> None:
+    """A1's put is unsure and never retried (dropped): its remembered header must not be
+    reused for B's chunk under that key, or B's chunk would carry A's (abandoned) tag."""
+    unsure, snd, rcv = unsure_pair
+    snd.put("r_0_0", {"data": "A0", "finished": False})
+    assert rcv.get("r_0_0") == {"data": "A0", "finished": False}
+    unsure.fail_next = True
+    with pytest.raises(Exception, match="timed out after the server stored it"):
+        snd.put("r_0_1", {"data": "A1", "finished": False})
+    rcv.client.delete(f"{rcv.prefix}r_0_1")  # it expired, or was never there
+    assert rcv.abandon("r_0_1")
+    snd.put("r_0_0", {"data": "B0", "finished": False})
+    snd.put("r_0_1", {"data": "B-final", "finished": True})
+    assert rcv.get("r_0_0") == {"data": "B0", "finished": False}
+    assert rcv.get("r_0_1") == {"data": "B-final", "finished": True}
+    assert rcv.leftovers_discarded == 0

@@ -48,7 +48,7 @@ def test_a_sender_that_gave_up_a_final_starts_a_new_number_at_chunk_0() -> None:
 def test_values_of_the_stream_left_are_thrown_away_until_its_final() -> None:
     ledger = StreamLedger()
     assert ledger.keep("r_0_0", tag(1), final=False)
-    assert ledger.abandon("r_0_1", occupant=lambda key: pytest.fail("no read needed"))
+    assert ledger.abandon("r_0_1")
     assert not ledger.keep("r_0_1", tag(1), final=False)
     assert ledger.keep("r_0_0", tag(2), final=False), "another stream's value is handed out"
     assert not ledger.keep("r_0_2", tag(1), final=True)
@@ -57,25 +57,18 @@ def test_values_of_the_stream_left_are_thrown_away_until_its_final() -> None:
 
 
 @pytest.mark.rule("R29")
-def test_a_reader_that_got_nothing_leaves_the_stream_waiting_at_chunk_0() -> None:
+def test_a_reader_that_got_nothing_leaves_nothing() -> None:
+    """The limit (docs/contract.md R29): nothing says which stream was its own."""
     ledger = StreamLedger()
-    seen: list[str] = []
-
-    def occupant(key: str) -> bytes | None:
-        seen.append(key)
-        return tag(5)
-
-    assert ledger.abandon("r_0_0", occupant)
-    assert seen == ["r_0_0"]
-    assert not ledger.keep("r_0_0", tag(5), final=False)
-    assert StreamLedger().abandon("r_0_0", lambda key: None) is False, "nothing waits: none"
+    assert ledger.abandon("r_0_0") is False
+    assert ledger.keep("r_0_0", tag(5), final=False), "the next reader's first stream"
 
 
 @pytest.mark.rule("R29")
 def test_a_finished_stream_is_never_left() -> None:
     ledger = StreamLedger()
     assert ledger.keep("r_0_0", tag(1), final=True)
-    assert ledger.abandon("r_0_1", lambda key: pytest.fail("chunk 1: no read")) is False
+    assert ledger.abandon("r_0_1") is False
     assert ledger.keep("r_0_1", tag(1), final=False)
 
 
@@ -85,9 +78,9 @@ def test_the_sweep_looks_where_the_lowest_rest_starts_and_past_other_streams() -
     assert ledger.leftover("r_0_0") is None
     ledger.keep("r_0_0", tag(1), final=False)
     ledger.keep("r_0_1", tag(1), final=False)
-    ledger.abandon("r_0_2", lambda key: None)  # A left at 2
+    ledger.abandon("r_0_2")  # A left at 2
     ledger.keep("r_0_0", tag(2), final=False)
-    ledger.abandon("r_0_1", lambda key: None)  # B left at 1
+    ledger.abandon("r_0_1")  # B left at 1
     rest = ledger.leftover("r_0_0")
     assert rest is not None
     assert (rest.key, rest.tag, rest.abandoned) == ("r_0_1", tag(2), {tag(1), tag(2)})
@@ -109,9 +102,9 @@ def test_the_ledger_keeps_only_what_is_open_or_left() -> None:
     assert len(ledger) == 0
     ledger.keep("r_0_0", tag(1), final=False)
     assert len(ledger) == 1, "a stream being read"
-    ledger.abandon("r_0_1", lambda key: None)
+    ledger.abandon("r_0_1")
     assert len(ledger) == 1, "a stream left"
     ledger.keep("r_0_1", tag(1), final=True)  # its final thrown away
     assert len(ledger) == 0
-    assert not ledger.abandon("s_0_0", lambda key: None)
+    assert not ledger.abandon("s_0_0")
     assert len(ledger) == 0, "nothing left, nothing remembered"

@@ -2,8 +2,7 @@
 
 :class:`KeepsStreams` gives a connector ``abandon``, ``sweep`` and
 ``leftovers_discarded`` over its :class:`~._stream_ids.StreamLedger`; the connector
-says how to read a value's tag without consuming it (``_occupant_tag``) and how
-to take the next chunk of a rest only if it is an abandoned stream's
+says how to take the next chunk of a rest only if it is an abandoned stream's
 (``_sweep_at``).
 """
 
@@ -22,15 +21,15 @@ class KeepsStreams(ClosedOnce):
     stream_identity: bool
     _ledger: StreamLedger
 
-    def abandon(self, key: str) -> None:
+    def abandon(self, key: str) -> bool:
         """The reader is done with the unfinished stream it was reading under *key*'s
         request and stage; *key* is the key it would have read next. Later gets of that
         request and stage consume that stream's values and return ``None`` (R29,
-        :mod:`._stream_ids`). Nothing happens with ``stream_identity=False``."""
+        :mod:`._stream_ids`). ``True`` if there was such a stream (one it handed out a
+        chunk of); nothing happens with ``stream_identity=False``. Reads no store."""
         check_key(key, "abandon")
         self._check_open("abandon")
-        if self.stream_identity:
-            self._ledger.abandon(key, self._occupant_tag)
+        return self.stream_identity and self._ledger.abandon(key)
 
     def sweep(self, key: str) -> bool | None:
         """Throw away the next stored chunk of the rest of a stream abandoned under *key*'s
@@ -48,10 +47,6 @@ class KeepsStreams(ClosedOnce):
     def leftovers_discarded(self) -> int:
         """Values of abandoned streams consumed and thrown away by gets and sweeps (R29)."""
         return self._ledger.discarded
-
-    def _occupant_tag(self, key: str) -> bytes | None:
-        """The stream tag of the value stored under *key* now (nothing consumed)."""
-        raise NotImplementedError
 
     def _sweep_at(self, leftover: Leftover) -> bool:
         """Take the value under ``leftover.key`` if its tag is in ``leftover.abandoned``

@@ -53,14 +53,3 @@ class ShmStreams(KeepsStreams):
             return True
         finally:
             shm.close()
-
-    def _occupant_tag(self, key: str) -> bytes | None:
-        """The stream tag of the committed value under *key* now (nothing consumed)."""
-        try:
-            shm = attach(self.segment_name(key))
-        except (FileNotFoundError, ValueError, PermissionError):
-            return None
-        try:
-            return stream_tag(shm) if foreign(shm) is None else None
-        finally:
-            shm.close()

@@ -11,20 +11,23 @@ the stream's final (:class:`StreamLedger`).
 When the reader is done with a stream it had not finished (the reference
 adapter's ``cleanup_receiver``), it calls the connector's ``abandon(key)`` with
 the key it would have read next. The stream abandoned is the one it last handed
-out an unfinished chunk of under that request and stage; when it handed out
-nothing, the one whose chunk 0 sits unconsumed in the store right now (a stream
-the registration could have read and did not). From then on a ``get`` that meets
-a value of an abandoned stream consumes it and returns ``None``, as if the key
-were empty, until that stream's final has been met. So a new stream of the id
-never receives an older stream's chunk, whatever the timing of the cleanup, of
-the reuse and of the old stream's rest; the new stream's puts that found an old
-value in their way are retried (``KeyOccupied`` of the same writer) and land
-once it is discarded.
+out an unfinished chunk of under that request and stage (a get in flight at the
+cleanup included: the adapter calls ``abandon`` from the thread that gets). From
+then on a ``get`` that meets a value of an abandoned stream consumes it and
+returns ``None``, as if the key were empty, and ``sweep`` consumes the rest as
+it arrives (only values of abandoned streams), until that stream's final has
+been met. So a new stream of the id never receives a chunk of a stream a
+registration was reading, whatever the timing of the cleanup, of the reuse and
+of the old stream's rest; the new stream's puts that found an old value in
+their way are retried (``KeyOccupied`` of the same writer) and land once it is
+discarded.
 
-What it cannot see: a registration cleaned up before its stream's chunk 0 was
-stored leaves that stream to the next registration of the id. The keys carry
-nothing that says which registration a stream was sent for, and a stream first
-stored after the cleanup is as likely the next registration's own.
+What it cannot see: a registration cleaned up before it received any chunk of
+its stream leaves that stream, whole, to the next registration of the id. The
+keys carry nothing that says which registration a stream was sent for: a stream
+whose first chunk arrives after the cleanup is as likely the next
+registration's own (its sender may never have sent the first one), and one
+already waiting then arrived after the registration's last look.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ import re
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -51,7 +53,7 @@ NUMBER = struct.Struct("<Q")
 """The stream number in a value's framing (u64, little-endian); 0: no stream known."""
 TAG_BYTES = 16 + NUMBER.size
 """A stream tag: the writer's 16-byte id, then the stream number."""
-_TRACKED = 65536
+_TRACKED = 16384
 """Requests (per stage) whose stream numbers or reads are kept, oldest out first: far
 more streams than are open at once (each side forgets a stream once its final is
 stored, or handed out, with nothing of it left behind)."""
@@ -192,31 +194,19 @@ class StreamLedger:
                 del self._reads[stream]  # nothing to remember: what is kept is what is open
             return keep
 
-    def abandon(self, key: str, occupant: Callable[[str], bytes | None]) -> bool:
+    def abandon(self, key: str) -> bool:
         """The reader is done with the stream it was reading under *key*'s request and
-        stage; *key* is the key it would have read next (module doc). *occupant(key)*
-        gives the tag of the value stored under a key now, without consuming it.
-        ``True`` if a stream was abandoned."""
+        stage; *key* is the key it would have read next (module doc). ``True`` if a
+        stream was abandoned: the one it last handed out an unfinished chunk of."""
         parts = split_key(key)
         if parts is None:
             return False
-        stream, chunk_id = parts
         with self._lock:
-            reads = self._reads.get(stream) or _Reads()
-            tag = reads.last if not reads.finished else None
-            rest = reads.last_chunk + 1
-        if tag is None and chunk_id == 0:
-            # Nothing of an unfinished stream handed out: the stream it could have read
-            # is the one whose chunk 0 waits in the store. Outside the lock: a read.
-            tag, rest = occupant(key), 0
-        # (chunk_id > 0 without a last read: forgotten among far more streams; nothing known)
-        if tag is None:
-            return False
-        with self._lock:
-            reads = self._of(stream)
-            _bounded_set(reads.abandoned, tag, rest, _ABANDONED_KEPT)
-            if reads.last == tag:
-                reads.last, reads.finished = None, True
+            reads = self._reads.get(parts[0])
+            if reads is None or reads.finished or reads.last is None:
+                return False  # nothing of an unfinished stream handed out: none left
+            _bounded_set(reads.abandoned, reads.last, reads.last_chunk + 1, _ABANDONED_KEPT)
+            reads.last, reads.finished = None, True
             self.abandoned += 1
         return True
 

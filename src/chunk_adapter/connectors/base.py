@@ -22,14 +22,15 @@ then, so a lost notification costs latency, never a chunk.
 Optional capability (stream identity, rule R29): a connector whose get consumes
 may offer ::
 
-    abandon(key: str) -> None
+    abandon(key: str) -> bool
     sweep(key: str) -> bool | None
 
 The reference adapter calls ``abandon`` (from its RECV thread) when a
 registration is cleaned up before its stream's final, with the key it would
 have read next; the connector's later gets of that request and stage then
 throw the rest of that stream away (``None``), so a reused request id never
-reads an older stream's chunk. ``sweep`` (any key of that request and stage)
+reads an older stream's chunk (``False``: the reader had handed out nothing of
+an unfinished stream there, so none was left). ``sweep`` (any key of that request and stage)
 throws away the next chunk of that rest if it is there, touching no other
 stream's value: ``True`` progress, ``False`` nothing there yet, ``None``
 nothing left to wait for. Shared memory and Redis offer both
@@ -257,9 +258,14 @@ class ConnectorWrapper:
         return hint if isinstance(hint, (int, float)) and not isinstance(hint, bool) else None
 
     @property
-    def abandon(self) -> Callable[[str], None]:
+    def stream_identity(self) -> bool:
+        """Whether the wrapped connector keeps stream identity (see module doc)."""
+        return getattr(self.inner, "stream_identity", False) is True
+
+    @property
+    def abandon(self) -> Callable[[str], bool]:
         """The wrapped connector's ``abandon`` (see module doc), if it has one."""
-        return cast(Callable[[str], None], self._identity("abandon"))
+        return cast(Callable[[str], bool], self._identity("abandon"))
 
     @property
     def sweep(self) -> Callable[[str], bool | None]:

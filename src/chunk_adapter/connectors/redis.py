@@ -262,10 +262,12 @@ class RedisConnector(KeepsStreams):
                 "(Redis refuses bigger strings); nothing was stored. Fix: send smaller chunks"
             )
         name = self._name(key)
+        stream = NUMBER.pack(self._streams.number(key))
         with self._lock:
             reused = self._unsure.pop(name)
             put_number = _PUT_NUMBER.pack(next(self._put_numbers))
-        stream = NUMBER.pack(self._streams.number(key))
+        if reused is not None and reused[_STREAM_AT:] != stream:
+            reused = None  # an unsure try of another stream's chunk, never retried
         header = reused or (MAGIC + self.writer + put_number + stream)
         blob = header + data
         try:
@@ -390,18 +392,11 @@ class RedisConnector(KeepsStreams):
             self._ledger.passed(leftover)
             return True
         raw = bytes(found)
+        # Remembered as consumed, as by a get: a retry's second copy of it is thrown away.
+        self._seen_before(name, raw[:HEADER_BYTES])
         value = decode_value(self.serializer, leftover.key, raw[HEADER_BYTES:])
         self._ledger.keep(leftover.key, _tag(raw), is_final(value))
         return True
-
-    def _occupant_tag(self, key: str) -> bytes | None:
-        """The stream tag of the value under *key* now (nothing consumed)."""
-        try:
-            head = self.client.getrange(self._name(key), 0, HEADER_BYTES - 1)
-        except self._errors as exc:
-            raise command_error("abandon", key, exc) from exc
-        head = bytes(head or b"")
-        return _tag(head) if head.startswith(MAGIC) and len(head) >= HEADER_BYTES else None
 
     def _claim(self, role: str, key: str) -> None:
         """Claim *key*'s stage for this process (:mod:`._redis_claims`)."""
