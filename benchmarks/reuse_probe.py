@@ -93,7 +93,9 @@ def probe(spec: dict[str, Any], seconds: float, ids: int, seed: int) -> dict[str
     proc = ctx.Process(target=sender, args=(spec, ids, seed, stop, sent), daemon=True)
     proc.start()
     tally: dict[str, int] = defaultdict(int)
-    seen: set[str] = set()  # streams some registration received a chunk of
+    # Per id, the highest stream number some registration received a chunk of: an id's
+    # streams arrive in the order sent, so a chunk of a stream at or below it is old.
+    seen: dict[str, int] = {}
     examples: list[str] = []
     regs: dict[str, Registration] = {}
     process = importlib.import_module("psutil").Process()
@@ -187,20 +189,21 @@ def _flat(samples: list[dict[str, float]], ids: int) -> dict[str, Any]:
 def _judge(
     rid: str,
     reg: Registration,
-    seen: set[str],
+    seen: dict[str, int],
     tally: dict[str, int],
     examples: list[str],
 ) -> None:
-    streams = {s for s, _ in reg.got}
+    streams = {int(s.split("#")[1]) for s, _ in reg.got}
     indices = [i for _, i in reg.got]
     bad = []
     if len(streams) > 1:
         bad.append("mixed")
     if indices != sorted(set(indices)):
         bad.append("order")
-    if streams & seen:
+    if streams and min(streams) <= seen.get(rid, -1):
         bad.append("old")
-    seen.update(streams)
+    if streams:
+        seen[rid] = max(seen.get(rid, -1), *streams)
     for what in bad:
         tally[what] += 1
     if bad and len(examples) < 5:

@@ -3,9 +3,10 @@
 Each broken adapter breaks one rule by overriding one method. The machine runs
 under the default (dev) profile's example budget; the search phase alone is
 enough to prove the bug is found, so most cases skip shrinking (slow for
-liveness bugs, whose every failing replay waits out a bound). One case runs
-the full profile and checks the report a user gets: shrunk steps, the rule,
-the command that reproduces it, and Hypothesis's @reproduce_failure blob.
+liveness bugs, whose every failing replay waits out a bound). One case (under
+``-m slow``: its shrinking takes 10-72 s) runs the full profile and checks the
+report a user gets: shrunk steps, the rule, the command that reproduces it, and
+Hypothesis's @reproduce_failure blob.
 
 Rerun one broken adapter by hand with, e.g.:
     CHUNK_ADAPTER_PROFILE=dev python -m pytest tests/stateful \
@@ -70,6 +71,7 @@ def test_machine_finds_broken_adapter(name: str) -> None:
     )
 
 
+@pytest.mark.slow  # 10-72 s: its shrinking may wait out the liveness bound, or not
 @pytest.mark.rule("R15")
 def test_failure_report_shows_shrunk_steps_rule_and_reproduction() -> None:
     """What a user sees: the minimal steps as code, the rule, the command, the blob."""
