@@ -110,10 +110,22 @@ class LeftoverSide:
     _recv_counts: dict[str, int]
     _recv_pace: LogPace
 
-    def _leave(self, request_id: str, key: str) -> None:
-        """Tell the connector its reader left a stream unfinished at *key*, and have it
-        sweep that stream's rest away (module doc)."""
+    def _leftover_entry(self, request_id: str, token: object) -> Leave | Sweep | None:
+        """Called with ``_recv_lock`` held: the polling-queue entry *token* of
+        *request_id* as a leftover's (a :class:`Leave`, or a :class:`Sweep`'s token),
+        or ``None`` for a registration's or a drain's."""
+        if isinstance(token, Leave):
+            return token
+        sweep = self._sweeps.get(request_id)
+        return sweep if sweep is not None and sweep.token is token else None
+
+    def _leave(self, request_id: str, leave: Leave) -> None:
+        """Tell the connector its reader left a stream unfinished, and have it sweep that
+        stream's rest away (module doc)."""
         assert self._identity is not None  # only a connector with one queues a Leave
+        key = chunk_key(request_id, self.src_stage_id, leave.next_id)
+        with self._recv_lock:
+            self._recv_counts["streams_left"] += 1
         try:
             left = self._identity.abandon(key)
         except survived() as exc:

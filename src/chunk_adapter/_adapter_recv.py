@@ -201,14 +201,8 @@ class ReceiverSide(LeftoverSide):
                 if not self._queue:
                     return progress
                 request_id, token = self._queue.popleft()
-                sweep = self._sweeps.get(request_id)
-                if isinstance(token, Leave):
-                    self._recv_counts["streams_left"] += 1
-                    left: str | None = chunk_key(request_id, self.src_stage_id, token.next_id)
-                elif sweep is not None and sweep.token is token:
-                    left = None
-                else:
-                    left, sweep = None, None
+                leftover = self._leftover_entry(request_id, token)
+                if leftover is None:
                     drain = self._drains.get(request_id)
                     if drain is None or drain.token is not token:
                         drain = None
@@ -228,11 +222,11 @@ class ReceiverSide(LeftoverSide):
                         self._queue.append((request_id, token))  # V5: the drain goes first
                     elif self.event_driven:
                         self._awaited.add(key)
-            if left is not None:
-                self._leave(request_id, left)  # outside the lock: it may read the store
+            if isinstance(leftover, Leave):
+                self._leave(request_id, leftover)  # outside the lock: a connector call
                 continue
-            if sweep is not None:
-                progress = self._sweep_one(request_id, sweep) or progress
+            if leftover is not None:
+                progress = self._sweep_one(request_id, leftover) or progress
                 continue
             if drain is not None:
                 progress = self._drain_one(request_id, drain, key) or progress

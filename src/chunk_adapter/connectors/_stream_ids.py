@@ -41,7 +41,6 @@ from typing import TypeVar
 
 __all__ = [
     "NUMBER",
-    "TAG_BYTES",
     "Leftover",
     "StreamLedger",
     "StreamNumbers",
@@ -51,8 +50,6 @@ __all__ = [
 
 NUMBER = struct.Struct("<Q")
 """The stream number in a value's framing (u64, little-endian); 0: no stream known."""
-TAG_BYTES = 16 + NUMBER.size
-"""A stream tag: the writer's 16-byte id, then the stream number."""
 _TRACKED = 16384
 """Requests (per stage) whose stream numbers or reads are kept, oldest out first: far
 more streams than are open at once (each side forgets a stream once its final is
@@ -93,10 +90,10 @@ class StreamNumbers:
     """
 
     def __init__(self) -> None:
-        # Guards _numbers, _started and _next; held for dict updates only. Nobody waits.
+        # Guards _numbers and _next; held for dict updates only. Nobody waits.
         self._lock = threading.Lock()
-        self._numbers: OrderedDict[str, int] = OrderedDict()  # stream -> number
-        self._started: set[str] = set()  # streams whose chunk 0 was stored
+        # stream -> (its number, whether its chunk 0 was stored)
+        self._numbers: OrderedDict[str, tuple[int, bool]] = OrderedDict()
         self._next = 1
 
     def number(self, key: str) -> int:
@@ -107,11 +104,10 @@ class StreamNumbers:
         stream, chunk_id = parts
         with self._lock:
             known = self._numbers.get(stream)
-            if known is not None and (chunk_id > 0 or stream not in self._started):
-                return known
+            if known is not None and (chunk_id > 0 or not known[1]):
+                return known[0]
             number, self._next = self._next, self._next + 1
-            self._started.discard(stream)
-            _bounded_set(self._numbers, stream, number)
+            _bounded_set(self._numbers, stream, (number, False))
             return number
 
     def stored(self, key: str, final: bool) -> None:
@@ -123,11 +119,8 @@ class StreamNumbers:
         with self._lock:
             if final:
                 self._numbers.pop(stream, None)
-                self._started.discard(stream)
             elif stream in self._numbers:
-                self._started.add(stream)
-            if len(self._started) > len(self._numbers):  # evicted numbers' marks
-                self._started.intersection_update(self._numbers)
+                self._numbers[stream] = (self._numbers[stream][0], True)
 
 
 @dataclass
@@ -155,13 +148,11 @@ class StreamLedger:
     """The reader side: which values a ``get`` hands out and which it discards."""
 
     def __init__(self) -> None:
-        # Guards _reads, discarded and abandoned; held for dict updates only. Nobody waits.
+        # Guards _reads and discarded; held for dict updates only. Nobody waits.
         self._lock = threading.Lock()
         self._reads: OrderedDict[str, _Reads] = OrderedDict()  # stream -> what is known
         self.discarded = 0
         """Values of abandoned streams consumed and thrown away."""
-        self.abandoned = 0
-        """Streams abandoned (``abandon`` calls that found a stream to abandon)."""
 
     def __len__(self) -> int:
         """Requests (per stage) remembered: streams being read, and streams left."""
@@ -207,7 +198,6 @@ class StreamLedger:
                 return False  # nothing of an unfinished stream handed out: none left
             _bounded_set(reads.abandoned, reads.last, reads.last_chunk + 1, _ABANDONED_KEPT)
             reads.last, reads.finished = None, True
-            self.abandoned += 1
         return True
 
     def leftover(self, key: str) -> Leftover | None:
