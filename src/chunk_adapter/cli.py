@@ -90,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
         "the findings by root cause, each with its reproducer (implies --keep-going)",
     )
     check.add_argument(
+        "--reliability",
+        action="store_true",
+        help="also judge R30 (no silent thread death) and R31 (no head-of-line blocking), "
+        "the reference adapter's rules, in the simulate stage's generated worlds: for an "
+        "adapter that claims them (an adapter written to R1-R24 need not keep them)",
+    )
+    check.add_argument(
         "--substitute",
         action="append",
         default=[],
@@ -265,6 +272,7 @@ def _verify(args: argparse.Namespace) -> int:
             substitute=args.substitute,
             run_all=args.run_all,
             baseline=known,
+            reliability=args.reliability,
         )
     except InvalidValue as exc:
         print(f"chunk-adapter verify: {exc}", file=sys.stderr)

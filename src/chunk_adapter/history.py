@@ -128,6 +128,10 @@ class History:
                 result: T | None = fn()
             except Exception as exc:  # recorded, then re-raised by the caller
                 result, error = None, exc
+            except BaseException as exc:  # only a fault injected so (R30) is on record
+                if not getattr(exc, "injected_fatal", False):
+                    raise
+                result, error = None, exc
             self.append(to_record(begin, result, error, self.tick()))
         finally:
             with self._closed:

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 from .errors import InvalidValue
 
-__all__ = ["ALL", "ORACLE", "RECENT_REQUESTS", "VERIFIED", "Rule", "rule"]
+__all__ = ["ALL", "ORACLE", "RECENT_REQUESTS", "RELIABLE", "VERIFIED", "Rule", "rule"]
 
 
 class Rule(str):
     """A contract rule: ``"R16"``, with its ``number``, ``name`` and ``section``.
 
     ``verified``: checked by ``chunk-adapter verify`` (R1–R24); the others bind the
-    reference adapter only (its own tests check them). ``oracle``: judged from a
-    recorded history by :mod:`chunk_adapter.oracles` (so by every driver that records
-    one, and the ``simulate`` stage); the others need a probe of their own (bad input
-    at the call, memory retained).
+    reference adapter only (its own tests check them), and ``verify --reliability``
+    judges :data:`RELIABLE` (R30, R31) too, for an adapter that claims them.
+    ``oracle``: judged from a recorded history by :mod:`chunk_adapter.oracles` (so by
+    every driver that records one, and the ``simulate`` stage); the others need a probe
+    of their own (bad input at the call, memory retained).
     """
 
     number: int
@@ -129,6 +130,9 @@ ALL: tuple[Rule, ...] = (
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)
 """The rules ``chunk-adapter verify`` checks (R1–R24)."""
+RELIABLE: tuple[Rule, ...] = (R30, R31)
+"""The reference adapter's rules ``chunk-adapter verify --reliability`` judges too, for an
+adapter that claims them (in the simulate stage's generated worlds)."""
 ORACLE: tuple[Rule, ...] = tuple(r for r in ALL if r.oracle)
 """The rules the oracles judge from a recorded history (all verified but R21 and R24)."""
 _BY_NAME = {str(r): r for r in ALL}

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import InjectedFault
 from ..history import BuildCall, History
+from .fatal import check_raises, injected
 from .gates import Gate, GateSet
 from .timed import TimedFaults
 
@@ -56,7 +57,7 @@ class GatedBuilder:
         # Guards _failures (scripted build failures) and calls; never held while
         # building; nobody waits on it.
         self._lock = threading.Lock()
-        self._failures: list[list[Any]] = []  # [match, remaining]
+        self._failures: list[list[Any]] = []  # [match, remaining, raises]
         self.calls = 0
         self.timed = TimedFaults()
         """Build outages and slow builds by request id (:mod:`.timed`)."""
@@ -70,29 +71,41 @@ class GatedBuilder:
         )
 
     def fail(
-        self, request_id: str | None = None, *, predicate: BuildMatch | None = None, times: int = 1
+        self,
+        request_id: str | None = None,
+        *,
+        predicate: BuildMatch | None = None,
+        times: int = 1,
+        raises: str | None = None,
     ) -> None:
-        """Make the next *times* matching builds raise ``InjectedFault``."""
+        """Make the next *times* matching builds raise ``InjectedFault``, or what *raises*
+        names (:data:`~.fatal.RAISES`: a ``SystemExit``..., for R30)."""
+        check_raises(raises)
         with self._lock:
-            self._failures.append([_build_match(request_id, predicate), times])
+            self._failures.append([_build_match(request_id, predicate), times, raises])
 
     def release_all(self) -> None:
         self.gates.release_all()
 
-    def _take_failure(self, request_id: str, snapshot: Any, is_final: bool) -> bool:
+    def _take_failure(self, request_id: str, snapshot: Any, is_final: bool) -> list[Any] | None:
+        """The scripted failure this build meets (``[match, remaining, raises]``), if any."""
         with self._lock:
             self.calls += 1
             for entry in self._failures:
                 if entry[1] > 0 and entry[0](request_id, snapshot, is_final):
                     entry[1] -= 1
-                    return True
-            return False
+                    return entry
+            return None
 
     def _build(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
         self.gates.passage("build", request_id, snapshot, is_final)
         failed = self.timed.before("build", request_id)
-        if self._take_failure(request_id, snapshot, is_final) or failed:
-            raise InjectedFault(f"injected build failure for request {request_id!r}")
+        scripted = self._take_failure(request_id, snapshot, is_final)
+        message = f"injected build failure for request {request_id!r}"
+        if scripted is not None and scripted[2] is not None:
+            raise injected(scripted[2], message)
+        if scripted is not None or failed:
+            raise InjectedFault(message)
         return self.fn(request_id, snapshot, is_final)
 
     def __call__(self, request_id: str, snapshot: Any, is_final: bool) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from ..errors import InjectedFault, InvalidValue
 from .base import Connector, ConnectorWrapper
+from .fatal import check_raises, injected
 from .timed import TimedFaults
 
 __all__ = ["FaultRule", "FaultyConnector"]
@@ -47,6 +48,9 @@ class FaultRule:
     nth: int = 1
     times: int = 1
     stream: str | None = None
+    raises: str | None = None
+    """What a failed call raises: ``None``, ``InjectedFault``; or one of
+    :data:`~.fatal.RAISES` (``"exit"``: a ``SystemExit``...), for R30."""
 
     def matches(self, op: str, key: str) -> bool:
         return (
@@ -58,6 +62,7 @@ class FaultRule:
     def __post_init__(self) -> None:
         if self.op not in ("put", "get"):
             raise InvalidValue(f"FaultRule op must be 'put' or 'get', got op={self.op!r}")
+        check_raises(self.raises)
         if self.nth < 1 or self.times < 1:
             raise InvalidValue(
                 f"FaultRule nth and times count from 1, got nth={self.nth!r}, times={self.times!r}"
@@ -111,11 +116,17 @@ class FaultyConnector(ConnectorWrapper):
             self._seen.append(0)
 
     def fail_next(
-        self, op: Op, key: str | None = None, times: int = 1, *, stream: str | None = None
+        self,
+        op: Op,
+        key: str | None = None,
+        times: int = 1,
+        *,
+        stream: str | None = None,
+        raises: str | None = None,
     ) -> None:
         """Fail the next *times* calls of *op* (on *key*, on the keys of *stream*, or on
-        any key)."""
-        self.add_rule(FaultRule(op, key, nth=1, times=times, stream=stream))
+        any key), raising ``InjectedFault`` or what *raises* names (:mod:`.fatal`)."""
+        self.add_rule(FaultRule(op, key, nth=1, times=times, stream=stream, raises=raises))
 
     def set_rates(self, *, put: float | None = None, get: float | None = None) -> None:
         """Change the random failure rates (``None`` leaves one unchanged)."""
@@ -127,34 +138,41 @@ class FaultyConnector(ConnectorWrapper):
             if get is not None:
                 self._rates["get"] = _check_rate("get", get)
 
-    def _should_fail(self, op: Op, key: str) -> bool:
+    def _failure(self, op: Op, key: str) -> BaseException | None:
+        """What this *op* call on *key* raises, or ``None`` when it goes through."""
+        message = f"injected {op} failure for key {key!r}"
         if self.timed.before(op, key):
             with self._lock:
                 self.injected[op] += 1
-            return True
+            return InjectedFault(message)
         with self._lock:
             fail = False
+            raises: str | None = None
             for i, rule in enumerate(self._rules):
                 if not rule.matches(op, key):
                     continue
                 self._seen[i] += 1
                 if rule.nth <= self._seen[i] < rule.nth + rule.times:
                     fail = True
+                    raises = raises or rule.raises
             rate = self._rates[op]
             if not fail and rate and self._random.random() < rate:
                 fail = True
-            if fail:
-                self.injected[op] += 1
-            return fail
+            if not fail:
+                return None
+            self.injected[op] += 1
+        return InjectedFault(message) if raises is None else injected(raises, message)
 
     def put(self, key: str, value: dict[str, Any]) -> None:
-        if self._should_fail("put", key):
-            raise InjectedFault(f"injected put failure for key {key!r}")
+        failure = self._failure("put", key)
+        if failure is not None:
+            raise failure
         self.inner.put(key, value)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        if self._should_fail("get", key):
-            raise InjectedFault(f"injected get failure for key {key!r}")
+        failure = self._failure("get", key)
+        if failure is not None:
+            raise failure
         return self.inner.get(key)
 
     def __repr__(self) -> str:

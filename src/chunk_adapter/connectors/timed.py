@@ -27,7 +27,16 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValue
 
-__all__ = ["TimedFaults", "keyed_random"]
+__all__ = ["TimedFaults", "hits", "keyed_random"]
+
+
+def hits(pattern: str | None, key: str) -> bool:
+    """Whether an outage or slow call on *pattern* applies to *key*: ``None`` to every
+    key, ``"r_0_*"`` to every key of that stream (request ``r``, stage 0), any other
+    pattern to that key only."""
+    if pattern is None or pattern == key:
+        return True
+    return pattern.endswith("_*") and key.rsplit("_", 1)[0] == pattern[:-2]
 
 
 @dataclass
@@ -78,7 +87,8 @@ class TimedFaults:
             self._calls.clear()  # the draws start over, as a new stream would
 
     def outage(self, op: str, key: str | None, seconds: float) -> float:
-        """Fail every *op* call (on *key*, or any) for *seconds* from now; returns the end."""
+        """Fail every *op* call (on *key*, a stream's keys, or any: :func:`hits`) for
+        *seconds* from now; returns the end."""
         _check(op, seconds)
         start = self.clock()
         with self._lock:
@@ -114,7 +124,7 @@ class TimedFaults:
                 return False
             delay = self._jitter(op, key) * self._latency if self._latency else 0.0
             for slow in self._slow:
-                if slow.times > 0 and slow.op == op and slow.key in (None, key):
+                if slow.times > 0 and slow.op == op and hits(slow.key, key):
                     slow.times -= 1
                     delay += slow.seconds
                     break
@@ -125,8 +135,7 @@ class TimedFaults:
         now = self.clock()
         with self._lock:
             return any(
-                w.op == op and w.key in (None, key) and w.start <= now < w.end
-                for w in self._windows
+                w.op == op and hits(w.key, key) and w.start <= now < w.end for w in self._windows
             )
 
 

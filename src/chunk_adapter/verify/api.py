@@ -66,6 +66,7 @@ def check_adapter(
     jobs: int | None = None,
     baseline: str | None = None,
     accept: Sequence[str] = (),
+    reliability: bool = False,
 ) -> VerifyReport:
     """Verify the adapter factory named ``"pkg.mod:factory"``; raise unless it passed.
 
@@ -78,7 +79,9 @@ def check_adapter(
     ``chunk_adapter.verify.UsageError`` when the adapter cannot be imported or
     built (exit 2). *baseline* (a file ``verify --write-baseline`` wrote) and *accept*
     (waivers, ``"R21=why"``) accept known root causes: only a root cause they do not
-    accept raises (docs/verify.md, "Baselines"). In a test file::
+    accept raises (docs/verify.md, "Baselines"). *reliability* judges R30 and R31 too
+    (``verify --reliability``: for an adapter that claims the reference's reliability
+    rules; docs/verify.md, "Reliability"). In a test file::
 
         from chunk_adapter.verify import check_adapter
 
@@ -98,6 +101,7 @@ def check_adapter(
         stages=stages,
         substitute=substitute,
         jobs=jobs,
+        reliability=reliability,
     )
     if report.new_groups:
         raise _violation(report)

@@ -33,6 +33,7 @@ import tomli_w
 
 from ..errors import UsageError
 from ..outcome import RULES
+from ..rules import RELIABLE
 from ..rules import rule as rule_named
 from .groups import Group, signature
 
@@ -170,7 +171,7 @@ def judge(
 
 
 def _rule(value: object, where: str) -> str:
-    if value == "" or (isinstance(value, str) and value in RULES):
+    if value == "" or (isinstance(value, str) and value in (*RULES, *RELIABLE)):
         return value
     raise UsageError(
         f"{where}: rule {value!r} is not a contract rule; use one of R1..R{len(RULES)} "

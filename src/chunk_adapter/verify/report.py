@@ -43,6 +43,8 @@ class VerifyReport:
     reported as accepted and does not make the verdict a violation (:mod:`.baseline`)."""
     accepted_seen: dict[str, int] = field(default_factory=dict)
     """Rule -> histories the workers' judge set aside as an accepted root cause."""
+    reliability: bool = False
+    """``verify --reliability``: R30 and R31 were judged too (docs/verify.md)."""
 
     @property
     def failures(self) -> list[CheckResult]:
@@ -131,6 +133,7 @@ class VerifyReport:
             "seconds": round(self.seconds, 3),
             "stages": self.stages_run,
             "all": self.run_all,
+            "reliability": self.reliability,
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "rules": [
@@ -165,7 +168,8 @@ def _accepted_by(by: Entry | Waiver, baseline: Baseline) -> str:
 def write_text(report: VerifyReport, out: TextIO) -> None:
     print(
         f"\nchunk-adapter verify --adapter {report.adapter_spec} --profile {report.profile} "
-        f"--seed {report.seed}   ({report.seconds:.1f} s, stages: {', '.join(report.stages_run)})",
+        f"--seed {report.seed}{' --reliability' if report.reliability else ''}   "
+        f"({report.seconds:.1f} s, stages: {', '.join(report.stages_run)})",
         file=out,
     )
     judgement = report.judgement

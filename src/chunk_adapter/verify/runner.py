@@ -68,8 +68,9 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
     return seed * count + index - 1
 
 
-def _replay_prefix(spec: str, profile: str, seed: int) -> str:
-    return f"chunk-adapter verify --adapter {spec} --profile {profile} --seed {seed}"
+def _replay_prefix(spec: str, profile: str, seed: int, reliability: bool = False) -> str:
+    more = " --reliability" if reliability else ""
+    return f"chunk-adapter verify --adapter {spec} --profile {profile} --seed {seed}{more}"
 
 
 class _Tail:
@@ -112,6 +113,7 @@ def _worker(
     run_all: bool = False,
     cancel: threading.Event | None = None,
     accepted: str | None = None,
+    reliability: bool = False,
 ) -> tuple[list[dict[str, Any]], bool, str]:
     """Run one worker; its events, whether it had to be killed, and its stderr.
 
@@ -123,9 +125,11 @@ def _worker(
     command = [
         sys.executable, "-m", "chunk_adapter.verify.worker", name,
         "--adapter", spec, "--profile", profile, "--seed", str(seed),
-        "--seconds", f"{seconds:.3f}", "--replay-prefix", _replay_prefix(spec, profile, seed),
-        "--out", path,
+        "--seconds", f"{seconds:.3f}",
+        "--replay-prefix", _replay_prefix(spec, profile, seed, reliability), "--out", path,
     ]  # fmt: skip
+    if reliability:
+        command.append("--reliability")
     for module in substitute:
         command += ["--substitute", module]
     for check in checks:
@@ -197,19 +201,20 @@ def _run_stage(
     cancel: threading.Event | None = None,
     accepted: str | None = None,
     seen: dict[str, int] | None = None,
+    reliability: bool = False,
 ) -> list[CheckResult]:
     on_event: OnEvent = (
         (lambda event: progress.event(stage.name, event)) if progress else (lambda event: None)
     )
     events, killed, stderr = _worker(
         stage.name, spec, profile, seed, seconds, substitute, on_event, checks, run_all, cancel,
-        accepted,
+        accepted, reliability,
     )  # fmt: skip
     for event in events:
         if event.get("event") == "accepted" and seen is not None:
             for key, count in event.get("seen", {}).items():
                 seen[key] = seen.get(key, 0) + int(count)
-    prefix = _replay_prefix(spec, profile, seed)
+    prefix = _replay_prefix(spec, profile, seed, reliability)
     results = [CheckResult.from_json({k: v for k, v in e.items() if k != "event"})
                for e in events if e.get("event") == "result"]  # fmt: skip
     if killed or not any(e.get("event") == "done" for e in events):
@@ -320,6 +325,7 @@ def verify(
     run_all: bool = False,
     jobs: int | None = None,
     baseline: Baseline | None = None,
+    reliability: bool = False,
 ) -> VerifyReport:
     """Verify the adapter named by *spec*.
 
@@ -338,6 +344,9 @@ def verify(
     confirmed violation is dropped (and stopped if it runs) unless *keep_going*.
     *baseline* (:mod:`.baseline`) accepts known root causes: the verdict is a violation
     only for a root cause it does not accept; it implies *run_all* (every root cause).
+    *reliability* (``--reliability``) also judges R30 and R31, the reference adapter's
+    rules an adapter may claim too, in the simulate stage's generated worlds
+    (:mod:`chunk_adapter.explore.engine.reliability`).
     """
     run_all = run_all or baseline is not None
     keep_going = keep_going or run_all
@@ -362,7 +371,9 @@ def verify(
         progress.stage_started(f"[verify] pre-flight: building two adapters with {spec}", "", 0)
     _preflight(spec, substitute)
     budget = PROFILES[profile].budget if max_seconds is None else max_seconds
-    report = VerifyReport(spec, profile, seed, budget, run_all=run_all, baseline=baseline)
+    report = VerifyReport(
+        spec, profile, seed, budget, run_all=run_all, baseline=baseline, reliability=reliability
+    )
     chosen = [s for s in STAGES if stages is None or s.name in stages]
     if checks:  # only the stages that plan one of them
         chosen = [s for s in chosen if set(s.plan(profile)) & set(checks)]
@@ -376,7 +387,7 @@ def verify(
             chosen, jobs, budget, start, keep_going,
             lambda stage, share, cancel: _run_stage(
                 stage, spec, profile, seed, share, substitute, progress, checks, run_all,
-                cancel, known, report.accepted_seen,
+                cancel, known, report.accepted_seen, reliability,
             ),
             progress,
         )  # fmt: skip

@@ -51,6 +51,7 @@ from .behind import behind_failures
 from .checks import Owed
 from .held import lock_failures
 from .latency import latency_failures
+from .reliability import hol_failures, judge_death
 from .result import Execution
 from .retained import retained, retained_failures
 from .timing import CallClock, held_failures, judged
@@ -307,6 +308,9 @@ def run_once(
         # a request waiting behind another's backlog is a pacing symptom of a history
         # whose violations (a registration polled twice a round, say) come first
         execution.failures += behind_failures(history, scenario, execution.hops)
+        execution.failures += hol_failures(history, scenario, execution.hops, stand.build_roles)
+    if setup.checker is not None and not ctl.pruned:
+        judge_death(execution, scenario, setup.checker)  # R30: what a fault's end means
     if accepted.total() != mark:
         # Under a verify baseline the oracles found a root cause it accepts in this history:
         # what else it shows (state kept for a final the accepted bug never put, R24; a

@@ -273,6 +273,7 @@ def simulate(
     shrink_seconds: float = 30.0,
     judged_wrongly: Callable[[Scenario], bool] | None = None,
     long_haul_share: float = LONG_HAUL_SHARE,
+    reliable: bool = False,
 ) -> Simulation:
     """Draw up to *examples* worlds and run each once; shrink the first failure. If none
     failed, ``round(examples * long_haul_share)`` long-haul worlds the same way
@@ -287,6 +288,8 @@ def simulate(
     reference adapter fails it too") is asked of a world before its failure is taken as
     the one to shrink: a world it says yes to is skipped and counted (:data:`JUDGED_WRONG`),
     and the search goes on, instead of the whole run ending inconclusive on it.
+    *reliable*: the main sample's worlds are judged for R30 and R31 too (``verify
+    --reliability``, :mod:`.reliability`).
     """
     sim = Simulation()
     setup = sim_setup(
@@ -371,7 +374,7 @@ def simulate(
     with prepared(setup), seed_only_draws():
         sim.runtime = f"{setup.runtime} ({setup.runtime_reason})"
         for family, count, key, long_haul in (
-            (worlds(), examples, database_key, False),
+            (worlds(reliable=reliable), examples, database_key + b":r" * reliable, False),
             (long_worlds(), sim.long_haul_planned, database_key + b":long", True),
         ):
             if sim.first is not None or sim.stopped is not None or sim.out_of_time or not count:

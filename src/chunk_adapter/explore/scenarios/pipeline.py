@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ...connectors import FaultyConnector, GatedBuilder
 from ...oracles.inputs import METHODS, wrong_call
@@ -126,10 +126,14 @@ def apply(
     ``poll``/``relay`` was handed (else 0)."""
     kind = op.kind
     if kind == "fail_put" or kind == "fail_get":
-        faulty.fail_next("put" if kind == "fail_put" else "get", op.key, op.times)
+        which: Literal["put", "get"] = "put" if kind == "fail_put" else "get"
+        if op.key is not None and op.key.endswith("_*"):  # a stream's keys
+            faulty.fail_next(which, None, op.times, stream=op.key[:-2], raises=op.what)
+        else:
+            faulty.fail_next(which, op.key, op.times, raises=op.what)
     elif kind == "fail_build":
         for role in roles_for(op, tuple(adapters)):
-            builders[role].fail(op.request_id, times=op.times)
+            builders[role].fail(op.request_id, times=op.times, raises=op.what)
     elif kind == "settle":
         settle()
     else:

@@ -47,11 +47,13 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from typing import Any
 
 from ...connectors import chunk_key
+from ...connectors.fatal import RAISES
 from ...errors import InvalidValue
 from ...oracles import split_key
 from ...oracles.inputs import REJECTS
 
 __all__ = [
+    "PROBE",
     "TOPOLOGIES",
     "Op",
     "Scenario",
@@ -95,7 +97,10 @@ _KINDS = (
     "drain",
     "reject",
 )
+FAILS = ("fail_put", "fail_get", "fail_build")
 TIMED = ("put", "get", "build")
+PROBE = "probe"
+"""The request a :attr:`Scenario.reliable` script ends with (:attr:`Scenario.probe`)."""
 """What ``outage`` and ``slow`` apply to."""
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("sender", "receiver"),
@@ -132,6 +137,11 @@ class Op:
                 f"reject() takes a call of {tuple(REJECTS)} and one of its wrong values, "
                 f"got {self.what!r} with {self.obj!r}"
             )
+        if self.kind in FAILS and self.what is not None and self.what not in RAISES:
+            raise InvalidValue(
+                f"{self.kind}() raises InjectedFault (raises=None) or one of {RAISES}, "
+                f"got raises={self.what!r}"
+            )
         if self.kind in ("outage", "slow") and self.what not in TIMED:
             raise InvalidValue(f"{self.kind}() is for one of {TIMED}, got what={self.what!r}")
         if self.kind in ("outage", "slow", "pause") and not 0 < self.seconds < float("inf"):
@@ -146,10 +156,11 @@ class Op:
             return f"save({rid!r}, {self.obj!r}, final={self.final}{on})"
         if k in ("cancel", "load", "cleanup"):
             return f"{k}({rid!r}{on})"
+        raises = "" if self.what is None else f", raises={self.what!r}"
         if k in ("fail_put", "fail_get"):
-            return f"{k}(key={self.key!r}, times={self.times})"
+            return f"{k}(key={self.key!r}, times={self.times}{raises})"
         if k == "fail_build":
-            return f"fail_build({rid!r}, times={self.times}{on})"
+            return f"fail_build({rid!r}, times={self.times}{on}{raises})"
         if k == "outage":
             return f"outage({self.what!r}, {self.key!r}, {self.seconds!r})"
         if k == "slow":
@@ -194,16 +205,22 @@ def relay() -> Op:
     return Op("relay")
 
 
-def fail_put(key: str | None = None, times: int = 1) -> Op:
-    return Op("fail_put", key=key, times=times)
+def fail_put(key: str | None = None, times: int = 1, raises: str | None = None) -> Op:
+    """The next *times* puts on *key* (a stream's keys: ``"r_0_*"``; None: any) raise
+    ``InjectedFault``, or what *raises* names (:data:`~...connectors.fatal.RAISES`)."""
+    return Op("fail_put", key=key, times=times, what=raises)
 
 
-def fail_get(key: str | None = None, times: int = 1) -> Op:
-    return Op("fail_get", key=key, times=times)
+def fail_get(key: str | None = None, times: int = 1, raises: str | None = None) -> Op:
+    """As :func:`fail_put`, for gets."""
+    return Op("fail_get", key=key, times=times, what=raises)
 
 
-def fail_build(request_id: str, times: int = 1, on: str | None = None) -> Op:
-    return Op("fail_build", request_id, times=times, on=on)
+def fail_build(
+    request_id: str, times: int = 1, on: str | None = None, raises: str | None = None
+) -> Op:
+    """The next *times* builds of *request_id* fail, as :func:`fail_put` says."""
+    return Op("fail_build", request_id, times=times, on=on, what=raises)
 
 
 def settle() -> Op:
@@ -229,7 +246,8 @@ def pause(seconds: float) -> Op:
 
 
 def outage(what: str, key: str | None, seconds: float) -> Op:
-    """Every *what* (put/get/build) on *key* (None: any) fails for *seconds* from here."""
+    """Every *what* (put/get/build) on *key* (a stream's keys: ``"r_0_*"``; None: any)
+    fails for *seconds* from here."""
     return Op("outage", key=key, what=what, seconds=seconds)
 
 
@@ -249,6 +267,9 @@ def renamed(op: Op, suffix: str) -> Op:
     if op.key is not None:
         if op.what == "build":  # a build fault names a request
             return replace(op, key=op.key + suffix)
+        if op.key.endswith("_*"):  # a stream's keys: rid_stage_*
+            head, stream_stage = op.key[:-2].rsplit("_", 1)
+            return replace(op, key=f"{head}{suffix}_{stream_stage}_*")
         parts = split_key(op.key)
         if parts is not None:  # a chunk key: rid_stage_chunk
             rid, stage, chunk = parts
@@ -265,6 +286,8 @@ def request_of(op: Op) -> str | None:
         return None
     if op.what == "build":  # a build fault names a request
         return op.key
+    if op.key.endswith("_*"):  # a stream's keys: rid_stage_*
+        return op.key[:-2].rsplit("_", 1)[0]
     parts = split_key(op.key)
     return parts[0] if parts is not None else None
 
@@ -332,6 +355,11 @@ class Scenario:
     ids (``rid`` becomes ``rid~k``, and its chunk keys and faults with it), one copy right
     after the other. R24 is judged so (:mod:`..engine.retained`): the few requests one
     copy closes decide nothing, as R24 allows a record of 500 recent ones."""
+    reliable: bool = False
+    """Judged for the reliability rules too (``verify --reliability``: R30, R31,
+    :mod:`..engine.reliability`), and, unless the script stops itself, ended by a
+    :data:`PROBE` request (:attr:`script`): after a thread died, a sending and a
+    registering call show whether the adapter says so (R30)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):
@@ -388,7 +416,23 @@ class Scenario:
             ops = tuple(renamed(op, f"~{k}") for k in range(self.repeat) for op in self.ops)
         if ops and ops[-1].kind == "stop":
             return ops
-        return (*ops, drain(), stop())
+        return (*ops, *self.probe, drain(), stop())
+
+    @property
+    def probe(self) -> tuple[Op, ...]:
+        """What a :attr:`reliable` script does before its ``drain(), stop()``: once all is
+        quiet, every receiving member registers :data:`PROBE` and the first sender saves
+        its one final chunk (the drain relays it on), then the same for a second probe
+        request, after a fault that fired in the first one's calls (none when not
+        reliable)."""
+        if not self.reliable:
+            return ()
+        receivers = {"pipeline": (None,), "three-stage": ("middle", None)}
+        ops: list[Op] = []
+        for rid in (PROBE, PROBE + "2"):  # a fault that fires in the first asks the second
+            ops += [settle(), *(load(rid, on=on) for on in receivers.get(self.topology, (None,)))]
+            ops.append(save(rid, rid, True))
+        return tuple(ops)
 
     @property
     def layout(self) -> tuple[str, int, tuple[int, ...], bool]:

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from ...connectors.fatal import RAISES
 from ...oracles.inputs import REJECTS
 from .scenario import (
     TOPOLOGIES,
@@ -314,8 +315,9 @@ def _program(
 
 
 @st.composite
-def worlds(draw: Any) -> Scenario:
-    """A whole world (module doc) as a :class:`Scenario` named ``"world"``."""
+def worlds(draw: Any, reliable: bool = False) -> Scenario:
+    """A whole world (module doc) as a :class:`Scenario` named ``"world"``; *reliable*:
+    judged for R30 and R31 too, with the faults that try them (:func:`_reliability`)."""
     topology = _pick(draw, ("pipeline", "three-stage", "loopback"))
     stage_ids, default_src = _stages(draw, topology)
     sending = stage_ids[:-1] if topology != "loopback" else stage_ids
@@ -349,6 +351,8 @@ def worlds(draw: Any) -> Scenario:
         ops += [_op(draw, rids, sending, topology, kinds) for _ in range(draw(_int(0, 2)))]
     ops = usage(ops)
     ops = _numbered(ops)
+    if reliable:
+        ops = _reliability(draw, ops, rids, sending)
     options = {name: _pick(draw, values) for name, values in OPTIONS.items() if draw(_BOOL)}
     if hang and "join_timeout" not in options:
         # passed, so stop()'s bound is the contract's for that join timeout (R18), where
@@ -378,8 +382,36 @@ def worlds(draw: Any) -> Scenario:
         liveness=LIVENESS + longest,  # an adapter backing off through an outage
         preempt=PREEMPT,
         timing_seed=draw(_int(0, 2**16)),
+        reliable=reliable,
     )
     return replace(world, ops=_with_rejects(draw, world.ops, rids))
+
+
+def _reliability(
+    draw: Any, ops: list[Op], rids: tuple[str, ...], sending: tuple[int, ...]
+) -> list[Op]:
+    """The faults the reliability rules are about, at drawn points before any ``stop()``
+    (drawn after the program, so the rest of the world is the one the same draws make
+    without them): in three worlds of four one request's stream whose puts all fail for 2 to
+    60 s (R31: other requests' chunks go on meanwhile); in a third, a build, put or get
+    that raises ``SystemExit``, ``asyncio.CancelledError`` or a bare ``BaseException``
+    (R30: survived, or the adapter says it died at its next call)."""
+    end = next((i for i, op in enumerate(ops) if op.kind == "stop"), len(ops))
+    out = list(ops)
+    if draw(_int(0, 3)) != 3:
+        stream = f"{_pick(draw, rids)}_{_pick(draw, sending)}_*"
+        out.insert(draw(_int(0, end)), outage("put", stream, _pick(draw, DURATIONS[4:])))
+        end += 1
+    if draw(_int(0, 2)) == 0:
+        rid, raises = _pick(draw, rids), _pick(draw, RAISES)
+        kind = _pick(draw, ("fail_build", "fail_put", "fail_get"))
+        if kind == "fail_build":
+            fault = fail_build(rid, raises=raises)
+        else:
+            key = f"{rid}_{_pick(draw, sending)}_*" if draw(_BOOL) else None
+            fault = (fail_put if kind == "fail_put" else fail_get)(key, raises=raises)
+        out.insert(draw(_int(0, end)), fault)
+    return out
 
 
 def _with_rejects(draw: Any, ops: tuple[Op, ...], rids: tuple[str, ...]) -> tuple[Op, ...]:

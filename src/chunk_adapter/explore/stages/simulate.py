@@ -41,7 +41,7 @@ from ...finding import Finding, first_line
 from ...history import ConnectorOp
 from ...outcome import PASTE_BEGIN, PASTE_END, REFERENCE_PASSED, CheckResult, StageContext
 from ...profiles import current_profile, example_database
-from ...rules import ORACLE, R21, R24
+from ...rules import ORACLE, R21, R24, RELIABLE
 from ..control.plan import plan_control
 from ..engine.execution import prepared
 from ..engine.explorer import describe
@@ -179,6 +179,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
             if calibration_reference(factory) is None
             else lambda world: reference_fails(world, wall_timeout=wall) is not None
         ),
+        reliable=ctx.reliability,
     )
     coverage = _coverage(sim, planned)
     if sim.stopped is not None:
@@ -191,7 +192,7 @@ def run_stage(factory: AdapterFactory, ctx: StageContext) -> Iterator[CheckResul
         )  # fmt: skip
         return
     if sim.found is None:
-        yield _no_failure(sim, planned, coverage, ctx.adapter_spec)
+        yield _no_failure(sim, planned, coverage, ctx.adapter_spec, ctx.reliability)
         return
     yield _judge(sim, factory, ctx, wall, coverage)
 
@@ -210,7 +211,9 @@ def _coverage(sim: Simulation, planned: int) -> str:
     return text + (f"; {skipped} skipped ({why})" if skipped else "")
 
 
-def _no_failure(sim: Simulation, planned: int, coverage: str, spec: str) -> CheckResult:
+def _no_failure(
+    sim: Simulation, planned: int, coverage: str, spec: str, reliable: bool = False
+) -> CheckResult:
     skipped = sum(sim.skipped.values())
     if sim.misjudged is not None:
         bad = sim.misjudged
@@ -239,7 +242,7 @@ def _no_failure(sim: Simulation, planned: int, coverage: str, spec: str) -> Chec
             seconds=sim.seconds, coverage=coverage,
         )  # fmt: skip
     return CheckResult(
-        "simulate", CHECK, RULES, "pass",
+        "simulate", CHECK, (*RULES, *RELIABLE) if reliable else RULES, "pass",
         f"no violation in {sim.worlds} generated worlds ({sim.executions} executions in "
         f"virtual time, {sim.seconds:.1f} s)",
         seconds=sim.seconds, coverage=coverage,
