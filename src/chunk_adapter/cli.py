@@ -92,9 +92,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--reliability",
         action="store_true",
-        help="also judge R30 (no silent thread death) and R31 (no head-of-line blocking), "
-        "the reference adapter's rules, in the simulate stage's generated worlds: for an "
-        "adapter that claims them (an adapter written to R1-R24 need not keep them)",
+        help="also judge R25 (a put no retry can fix is not retried), R30 (no silent thread "
+        "death) and R31 (no head-of-line blocking), the reference adapter's rules, in the "
+        "simulate stage's generated worlds: for an adapter that claims them (an adapter "
+        "written to R1-R24 need not keep them)",
     )
     check.add_argument(
         "--substitute",

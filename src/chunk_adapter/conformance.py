@@ -30,7 +30,13 @@ import pytest
 
 from .finding import Finding, first_line
 from .profiles import PROFILES
-from .pytest_plugin import SUITE, baseline_of, chunk_profile_of, mark_inconclusive
+from .pytest_plugin import (
+    SUITE,
+    baseline_of,
+    chunk_profile_of,
+    mark_inconclusive,
+    reliability_flag,
+)
 from .verify.report import VerifyReport
 from .verify.result import CheckResult
 from .verify.runner import verify
@@ -112,6 +118,7 @@ def _stage_report(
             stages=[stage],
             checks=() if everything else sorted(selected),
             baseline=baseline_of(request.config),
+            reliability=bool(request.config.getoption("--chunk-reliability")),
         )
     return reports[stage]
 
@@ -166,7 +173,8 @@ def test_check(
         rules = ", ".join(first.rules) or "no rule"
         alone = (
             f"this check alone: pytest --chunk-adapter {adapter_spec} --chunk-profile "
-            f"{chunk_profile} --chunk-seed {chunk_seed} --pyargs '{request.node.nodeid}'"
+            f"{chunk_profile} --chunk-seed {chunk_seed}{reliability_flag(request.config)} "
+            f"--pyargs '{request.node.nodeid}'"
         )
         text = "\n".join(
             part

@@ -166,7 +166,7 @@ class StageContext:
     substitute: tuple[str, ...] = ()
     """Extra modules or packages (dotted names) the explorer substitutes (``--substitute``)."""
     reliability: bool = False
-    """``--reliability``: the simulate stage judges R30 and R31 too (the reference adapter's
+    """``--reliability``: the simulate stage judges R25, R30 and R31 too (the reference adapter's
     rules an adapter may claim: :mod:`chunk_adapter.explore.engine.reliability`)."""
     only: tuple[str, ...] = ()
     """The names of the checks to run (the pytest plugin runs one check alone); () = all."""

@@ -38,6 +38,7 @@ __all__ = [
     "baseline_of",
     "chunk_profile_of",
     "mark_inconclusive",
+    "reliability_flag",
 ]
 
 ADAPTER_HELP = (
@@ -52,6 +53,10 @@ BASELINE_HELP = (
     "failing on one of them is reported xfailed (accepted), not failed"
 )
 ACCEPT_HELP = "waive a whole rule, as RULE=REASON (repeatable): its failures are xfailed"
+RELIABILITY_HELP = (
+    "also judge R25, R30 and R31, the reference adapter's reliability rules, for an adapter "
+    "that claims them (verify --reliability)"
+)
 EXIT_INCONCLUSIVE = 3
 """The exit status of a run whose only problem is a conformance check that could not decide."""
 _INCONCLUSIVE = pytest.StashKey[bool]()
@@ -80,6 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chunk-baseline", default=None, metavar="FILE", help=BASELINE_HELP)
     group.addoption("--chunk-accept", action="append", default=[], metavar="RULE=REASON",
                     help=ACCEPT_HELP)  # fmt: skip
+    group.addoption("--chunk-reliability", action="store_true", help=RELIABILITY_HELP)
     parser.addini("chunk_adapter", ADAPTER_HELP)
     parser.addini("chunk_profile", PROFILE_HELP)
 
@@ -176,10 +182,15 @@ def _seed(config: pytest.Config) -> int:
     return int(seed) if seed is not None else 0
 
 
+def reliability_flag(config: pytest.Config) -> str:
+    """`` --chunk-reliability`` when given (to paste back), else ``""``."""
+    return " --chunk-reliability" if config.getoption("--chunk-reliability") else ""
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return (
         f"chunk-adapter: --chunk-adapter {_spec(config)} --chunk-profile "
-        f"{chunk_profile_of(config)} --chunk-seed {_seed(config)}"
+        f"{chunk_profile_of(config)} --chunk-seed {_seed(config)}{reliability_flag(config)}"
     )
 
 

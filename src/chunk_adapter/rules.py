@@ -24,7 +24,7 @@ class Rule(str):
 
     ``verified``: checked by ``chunk-adapter verify`` (R1–R24); the others bind the
     reference adapter only (its own tests check them), and ``verify --reliability``
-    judges :data:`RELIABLE` (R30, R31) too, for an adapter that claims them.
+    judges :data:`RELIABLE` (R25, R30, R31) too, for an adapter that claims them.
     ``oracle``: judged from a recorded history by :mod:`chunk_adapter.oracles` (so by
     every driver that records one, and the ``simulate`` stage); the others need a probe
     of their own (bad input at the call, memory retained).
@@ -130,7 +130,7 @@ ALL: tuple[Rule, ...] = (
 """Every rule of docs/contract.md, in order."""
 VERIFIED: tuple[Rule, ...] = tuple(r for r in ALL if r.verified)
 """The rules ``chunk-adapter verify`` checks (R1–R24)."""
-RELIABLE: tuple[Rule, ...] = (R30, R31)
+RELIABLE: tuple[Rule, ...] = (R25, R30, R31)
 """The reference adapter's rules ``chunk-adapter verify --reliability`` judges too, for an
 adapter that claims them (in the simulate stage's generated worlds)."""
 ORACLE: tuple[Rule, ...] = tuple(r for r in ALL if r.oracle)

@@ -1,6 +1,7 @@
-"""R30 and R31 in generated worlds (``Scenario.reliable``, ``verify --reliability``).
+"""R25, R30 and R31 in generated worlds (``Scenario.reliable``, ``verify --reliability``).
 
-The judges of :mod:`chunk_adapter.explore.engine.reliability` on fixed worlds, each
+The judges of :mod:`chunk_adapter.explore.engine.reliability` (R30, R31) and the
+sender oracle's R25 on fixed worlds, each
 run once on the controlled runtime (deterministic: a seeded schedule in virtual
 time): the seeded adapters of tests/quality/broken_reliability.py fail with the rule
 they break, the reference adapter passes the same world, and the same world not
@@ -27,19 +28,28 @@ from chunk_adapter.explore.scenarios.scenario import (
     PROBE,
     Op,
     Scenario,
+    cancel,
     fail_build,
     fail_get,
     fail_put,
     load,
     outage,
     pause,
+    poll,
     renamed,
     request_of,
     save,
+    settle,
+    stop,
 )
 from chunk_adapter.explore.strategies import RandomStrategy
 from chunk_adapter.oracles import CallRecord
-from tests.quality.broken_reliability import in_place_retries, plain_threads, silent_death
+from tests.quality.broken_reliability import (
+    in_place_retries,
+    plain_threads,
+    retries_refused_puts,
+    silent_death,
+)
 
 
 def _run(world: Scenario, factory: Any = ChunkAdapter) -> Execution:
@@ -163,3 +173,75 @@ def test_a_stream_pattern_hits_every_key_of_that_stream_only() -> None:
     assert not hits("a_0_*", "a_0_1_0")  # request "a_0_1", stage 0: another stream
     assert renamed(outage("put", "a_0_*", 1.0), "~3").key == "a~3_0_*"
     assert request_of(outage("put", "r_0_1_0_*", 1.0)) == "r_0_1"  # request r_0_1, stage 0
+
+
+REFUSED = {
+    "non-final": (fail_put("a_0_1", raises="permanent"), save("a", [1]), save("a", [2]),
+                  save("a", [3]), save("a", [4], True), load("a")),
+    "final": (fail_put("a_0_2", raises="permanent"), save("a", [1]), save("a", [2]),
+              save("a", [4], True), load("a")),
+}  # fmt: skip
+"""A put refused for good (its error's ``permanent``): of a non-final chunk, of the final."""
+
+
+@pytest.mark.rule("R25")
+@pytest.mark.parametrize("which", sorted(REFUSED))
+@pytest.mark.parametrize("factory", [retries_refused_puts, plain_threads], ids=lambda f: f.__name__)
+def test_r25_a_put_refused_for_good_and_tried_again_is_found(which: str, factory: Any) -> None:
+    execution = _run(_world(*REFUSED[which]), factory)
+    assert _rules(execution)[:1] == [("R25",)], execution.failures
+    assert "refused for good" in execution.failures[0].message
+
+
+@pytest.mark.rule("R25")
+@pytest.mark.parametrize("which", sorted(REFUSED))
+def test_r25_the_reference_drops_the_chunk_or_ends_the_stream_with_none(which: str) -> None:
+    execution = _run(_world(*REFUSED[which]))
+    assert execution.failures == []
+    puts = [(r.key, r.value, r.outcome) for r in execution.history.records()
+            if getattr(r, "op", "") == "put" and r.key.startswith("a_")]  # fmt: skip
+    refused = next(p for p in puts if p[2] == "error")
+    assert [p for p in puts if p[1] == refused[1]] == [refused]  # never tried again
+    if which == "final":
+        assert puts[-1] == ("a_0_2", {"data": None, "finished": True}, "ok")
+    else:
+        assert ("a_0_1", {"data": [3], "finished": False}, "ok") in puts  # [3] took its id
+
+
+@pytest.mark.rule("R25")
+def test_r25_a_none_final_refused_for_good_is_given_up_and_the_next_stream_starts_over() -> None:
+    world = _world(
+        fail_put("a_0_1", 2, raises="permanent"),  # the final, then its None form: given up
+        save("a", [1]), save("a", [2], True), settle(),
+        save("a", [5]), save("a", [6]), save("a", [7], True), load("a"),
+    )  # fmt: skip
+    assert _run(world).failures == []
+    assert _rules(_run(world, retries_refused_puts))[:1] == [("R25",)]
+
+
+MISJUDGED = {
+    # a final whose build failed (data None) refused for good, then the next stream's
+    # final, also None, at the same key: the next stream's, not the refused one again
+    "none-final-then-next": (fail_put(None, raises="permanent"), save("x_1", [0, 9], True),
+                             save("x_1", (1, b"\x92"), True), fail_build("x_1", 2)),
+    # a cancelled stream's final (None) refused: given up; the next stream goes on
+    "cancelled-final": (fail_put(None, raises="permanent"), cancel("a"), save("a", [20, 0], True),
+                        save("a", [21, bytearray(b"")], True)),
+    # a cancellation in a get, then the program stops the adapters itself: the calls after
+    # stop() raise for that, not because a thread died
+    "stopped-after": (fail_get(None, raises="cancelled"), load("r_0_1"), stop(), poll()),
+}  # fmt: skip
+"""Worlds the reference adapter once failed under the search (seeds 1-3), each a suite
+error: a red must mean a bug."""
+
+
+@pytest.mark.rule("R25")
+@pytest.mark.rule("R30")
+@pytest.mark.parametrize("name", sorted(MISJUDGED))
+@pytest.mark.parametrize("seed", range(3))
+def test_the_reference_passes_worlds_the_search_once_misjudged(name: str, seed: int) -> None:
+    world = Scenario("world", MISJUDGED[name], reliable=True, liveness=4.0)
+    setup = sim_setup(ChunkAdapter, wall_timeout=30.0, max_steps=400_000)
+    with prepared(setup):
+        execution = run_world(world, RandomStrategy(seed=seed, executions=1), setup)[-1]
+    assert execution.failures == []

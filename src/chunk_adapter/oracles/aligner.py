@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..history import BuildCall, ConnectorOp
-from ..rules import R2, R4, R5, R6, R7, R8, R10, R11, R23
+from ..rules import R2, R4, R5, R6, R7, R8, R10, R11, R23, R25
 from .records import UNCOPYABLE, CallRecord
 from .timeline import Timeline
 from .violations import Violation
@@ -121,6 +121,13 @@ class Aligner:
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
         self.overtaken: frozenset[int] = frozenset()  # id() of finals put after a later chunk
+        # Puts refused for good (R25: the error's ``permanent``) of the current stream: a
+        # put of the same key and data after one is a retry R25 forbids; a final refused
+        # so may be put once more with data None.
+        self.refused: list[ConnectorOp] = []
+        # A final with data None refused for good (R25): its stream is given up unless the
+        # request's next put is that final once more.
+        self.giving_up: ConnectorOp | None = None
 
     @property
     def failures(self) -> int:
@@ -141,7 +148,21 @@ class Aligner:
         for index in range(start, len(self.puts)):
             op = self.puts[index]
             self.at = op.begin
+            if self.giving_up is not None:
+                # the same final once more: same key, data None, and no build of the request
+                # began since (a build is the adapter going on to its next chunk)
+                again = (op.key == self.giving_up.key and is_final_put(op)
+                         and data_of(op) is None
+                         and not self._builds_between(self.giving_up.end, op.begin))  # fmt: skip
+                if not again:
+                    self._give_up(self.giving_up)  # not tried once more: given up
+                self.giving_up = None
+            self._retried_refused(op)
             if op.outcome == "error":
+                if op.permanent:
+                    self.refused.append(op)
+                    if is_final_put(op) and data_of(op) is None:
+                        self.giving_up = op  # given up, unless the next put tries it again
                 if not is_final_put(op):
                     self.failed.append(op)
                 continue
@@ -163,6 +184,9 @@ class Aligner:
                 self._nonfinal(op)
             if self.aligned_rest:
                 return  # a branch aligned the rest (:meth:`_branch`)
+        if self.giving_up is not None:
+            self._give_up(self.giving_up)
+            self.giving_up = None
         if self.quiescent:
             self.at = None
             self._liveness()
@@ -261,7 +285,7 @@ class Aligner:
     ) -> None:
         """Saves passed over without a put must be explained (R5, R10)."""
         by_put = [s for s in dropped if not self._dropped_ok(s, window_end)]
-        need = len(by_put) * (self.put_tries or 1)
+        need = self._need(by_put)
         key = next_op.key if next_op is not None else None
         short, tries, over = self._short_of_tries(by_put, dropped, window_end, next_op)
         if short and self.failures >= need:  # enough tries in all, but not each its own
@@ -625,6 +649,22 @@ class Aligner:
         self.stream_at += 1
         self.pending_at = 0
         self.failed = []
+        self.refused = []
+        self.prev_final_end = op.end
+        self.started_after = {}
+
+    def _give_up(self, op: ConnectorOp) -> None:
+        """R25: a final with data ``None`` was refused for good (a cancelled stream's, a
+        ``None`` payload's, or a refused final's second form) and the request's next put
+        was not that final once more: the stream is given up, and ends at the sender
+        without a final put. The next put aligns with the next stream."""
+        if self.stream_at >= len(self.streams) or self.streams[self.stream_at].final is None:
+            return
+        self._justify(self.streams[self.stream_at].nonfinals[self.pending_at :], op.begin, op)
+        self.stream_at += 1
+        self.pending_at = 0
+        self.failed = []
+        self.refused = []
         self.prev_final_end = op.end
         self.started_after = {}
 
@@ -639,6 +679,9 @@ class Aligner:
             explained = bool(cancels) or (
                 (b is not None and (b.outcome == "error" or b.result is None))
                 or (not self.have_builds and s.args[0] is None)
+                # R25: the final's own put was refused for good, so it goes once more
+                # with data None and the stream still ends at the receiver
+                or any(is_final_put(r) and r.key == op.key for r in self.refused)
             )
             if not explained and any(c.begin < self.prev_final_end for c in self.cancels):
                 self.violation(
@@ -689,6 +732,31 @@ class Aligner:
                 op.key,
             )
 
+    def _need(self, by_put: list[CallRecord]) -> int:
+        """The failed puts that explain dropping *by_put*: R10's tries each, but one for a
+        chunk whose put was refused for good (R25: dropped after that one try)."""
+        ended = min(len(by_put), sum(1 for op in self.failed if op.permanent))
+        return (len(by_put) - ended) * (self.put_tries or 1) + ended
+
+    def _retried_refused(self, op: ConnectorOp) -> None:
+        """R25: *op* puts again what a put of the same key refused for good (its error's
+        ``permanent``): such a put is never retried (a final goes once more with data
+        ``None``, a non-final is dropped and the next chunk takes its id)."""
+        data = data_of(op)
+        for r in self.refused:
+            same = data is not None and (data is data_of(r) or _equal(data, data_of(r)) is True)
+            if r.key == op.key and is_final_put(r) == is_final_put(op) and same:
+                self.violation(
+                    R25,
+                    f"a put of {op.key} refused for good ({r.error}) was tried again with "
+                    f"the same data {data!r}: an error no retry can fix (its permanent "
+                    "attribute True) is not retried; drop a non-final (the next chunk "
+                    "takes its id), put a final once more with data None",
+                    op.key,
+                )
+                self.refused.remove(r)
+                return
+
     def _liveness(self) -> None:
         """R11, R23: after quiescence every saved chunk was put, dropped or skipped."""
         for index in range(self.stream_at, len(self.streams)):
@@ -706,7 +774,7 @@ class Aligner:
                     "quiescence, adapter running)",
                 )
             by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
-            if len(by_put) * (self.put_tries or 1) > self.failures:
+            if self._need(by_put) > self.failures:
                 self.violation(
                     R23,
                     f"saved chunk(s) {[s.args[0] for s in by_put]!r} were never put (after "

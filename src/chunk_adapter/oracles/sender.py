@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ..history import ConnectorOp
 from ..rules import R2, R9, R18
-from .aligner import Aligner, is_final_put
+from .aligner import Aligner, data_of, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
 
@@ -49,13 +49,22 @@ def _wire(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
 
 
 def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
-    """R9: per stream, ids 0, 1, 2, ... with no gap, no repeat; a failed put uses no id."""
+    """R9: per stream, ids 0, 1, 2, ... with no gap, no repeat; a failed put uses no id.
+    A final with data ``None`` refused for good ends its stream (R25: given up), and may
+    be tried once more."""
     expected = 0
+    given_up: str | None = None
     for op in puts:
         parsed = split_key(op.key)
         if parsed is None:
             continue
         cid = parsed[2]
+        if given_up == op.key and is_final_put(op) and data_of(op) is None and cid > 0:
+            given_up = None  # the given-up final's one more try (at id 0 it starts a stream)
+            continue
+        if op.outcome == "error" and op.permanent and is_final_put(op) and data_of(op) is None:
+            given_up, expected = op.key, 0
+            continue
         if op.outcome == "error":
             if cid != expected:
                 yield Violation(

@@ -79,7 +79,7 @@ def check_adapter(
     ``chunk_adapter.verify.UsageError`` when the adapter cannot be imported or
     built (exit 2). *baseline* (a file ``verify --write-baseline`` wrote) and *accept*
     (waivers, ``"R21=why"``) accept known root causes: only a root cause they do not
-    accept raises (docs/verify.md, "Baselines"). *reliability* judges R30 and R31 too
+    accept raises (docs/verify.md, "Baselines"). *reliability* judges R25, R30 and R31 too
     (``verify --reliability``: for an adapter that claims the reference's reliability
     rules; docs/verify.md, "Reliability"). In a test file::
 

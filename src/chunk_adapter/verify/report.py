@@ -44,7 +44,7 @@ class VerifyReport:
     accepted_seen: dict[str, int] = field(default_factory=dict)
     """Rule -> histories the workers' judge set aside as an accepted root cause."""
     reliability: bool = False
-    """``verify --reliability``: R30 and R31 were judged too (docs/verify.md)."""
+    """``verify --reliability``: R25, R30 and R31 were judged too (docs/verify.md)."""
 
     @property
     def failures(self) -> list[CheckResult]:

@@ -344,7 +344,7 @@ def verify(
     confirmed violation is dropped (and stopped if it runs) unless *keep_going*.
     *baseline* (:mod:`.baseline`) accepts known root causes: the verdict is a violation
     only for a root cause it does not accept; it implies *run_all* (every root cause).
-    *reliability* (``--reliability``) also judges R30 and R31, the reference adapter's
+    *reliability* (``--reliability``) also judges R25, R30 and R31, the reference adapter's
     rules an adapter may claim too, in the simulate stage's generated worlds
     (:mod:`chunk_adapter.explore.engine.reliability`).
     """

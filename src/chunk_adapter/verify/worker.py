@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--substitute", action="append", default=[])
     parser.add_argument("--check", action="append", default=[])  # run only these checks
     parser.add_argument("--all", action="store_true", help="run every check after violations")
-    parser.add_argument("--reliability", action="store_true", help="judge R30 and R31 too")
+    parser.add_argument("--reliability", action="store_true", help="judge R25, R30 and R31 too")
     parser.add_argument(  # a JSON file: {"rules": [...]} (verify --baseline)
         "--accepted", default=None, help="root causes a baseline accepts"
     )

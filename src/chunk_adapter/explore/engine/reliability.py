@@ -1,8 +1,10 @@
 """The reliability rules in generated worlds (``Scenario.reliable``: ``verify --reliability``).
 
-R30 and R31 bind the reference adapter; an adapter that claims them too is judged
-for them here, in the same generated worlds as every other rule, with the faults
-that try them (:func:`..scenarios.worlds._reliability`):
+R25, R30 and R31 bind the reference adapter; an adapter that claims them too is
+judged for them in the same generated worlds as every other rule, with the faults
+that try them (:func:`..scenarios.worlds._reliability`). R25 (a put refused for
+good is never retried) is the sender oracle's (:mod:`chunk_adapter.oracles.aligner`,
+which judges every history so); R30 and R31 are judged here:
 
 * **R31 — no head-of-line blocking** (:func:`hol_failures`): a request none of
   whose puts failed must not wait for its next build while its adapter's SAVE
@@ -33,7 +35,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from ...connectors.fatal import FATAL, RAISES, raised_kind
+from ...connectors.fatal import BASE, FATAL, raised_kind
 from ...history import BuildCall, ConnectorOp, History
 from ...oracles import CallRecord, split_key
 from ...rules import R3, R18, R30, R31
@@ -72,13 +74,13 @@ class Fired:
 
 
 def fired(history: History, hops: tuple[Hop, ...], build_roles: dict[int, str]) -> Fired | None:
-    """The first fault of :data:`~...connectors.fatal.RAISES` that fired, and the member
+    """The first fault of :data:`~...connectors.fatal.BASE` that fired, and the member
     whose thread it ran on (``None``: not known)."""
     for r in history.records():
         if not isinstance(r, (BuildCall, ConnectorOp)) or r.error is None:
             continue
         kind = raised_kind(r.error)
-        if kind not in RAISES:
+        if kind not in BASE:
             continue
         if isinstance(r, BuildCall):
             return Fired(r, kind, build_roles.get(id(r)))
@@ -90,15 +92,17 @@ def fired(history: History, hops: tuple[Hop, ...], build_roles: dict[int, str]) 
 
 
 def _after(history: History, fault: Fired) -> Iterator[CallRecord]:
-    """The member's sending and registering calls begun after *fault*, before its stop."""
-    for r in history.records():
-        if not isinstance(r, CallRecord) or r.begin <= fault.record.end:
+    """The member's sending and registering calls begun after *fault* and before its first
+    ``stop()`` began (after it they raise for that reason: R19)."""
+    mine = [
+        r for r in history.records()
+        if isinstance(r, CallRecord) and (fault.role is None or r.adapter == fault.role)
+    ]  # fmt: skip
+    stopped = min((r.begin for r in mine if r.call == "stop"), default=None)
+    for r in mine:
+        if stopped is not None and r.begin >= stopped:
             continue
-        if fault.role is not None and r.adapter != fault.role:
-            continue
-        if r.call == "stop":
-            return
-        if r.call in ("save_async", "load_async"):
+        if r.begin > fault.record.end and r.call in ("save_async", "load_async"):
             yield r
 
 
@@ -113,7 +117,7 @@ Checker = Callable[[Execution], Sequence[str | Failure]]
 
 def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> None:
     """R30 on *execution* (module doc): its failures rewritten in place once a fault of
-    :data:`~...connectors.fatal.RAISES` fired. *checker* judges the history before it."""
+    :data:`~...connectors.fatal.BASE` fired. *checker* judges the history before it."""
     if not scenario.reliable:
         return
     fault = fired(execution.history, execution.hops, execution.build_roles)

@@ -288,7 +288,7 @@ def simulate(
     reference adapter fails it too") is asked of a world before its failure is taken as
     the one to shrink: a world it says yes to is skipped and counted (:data:`JUDGED_WRONG`),
     and the search goes on, instead of the whole run ending inconclusive on it.
-    *reliable*: the main sample's worlds are judged for R30 and R31 too (``verify
+    *reliable*: the main sample's worlds are judged for R25, R30 and R31 too (``verify
     --reliability``, :mod:`.reliability`).
     """
     sim = Simulation()

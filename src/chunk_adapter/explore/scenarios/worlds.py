@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
-from ...connectors.fatal import RAISES
+from ...connectors.fatal import BASE
 from ...oracles.inputs import REJECTS
 from .scenario import (
     TOPOLOGIES,
@@ -317,7 +317,7 @@ def _program(
 @st.composite
 def worlds(draw: Any, reliable: bool = False) -> Scenario:
     """A whole world (module doc) as a :class:`Scenario` named ``"world"``; *reliable*:
-    judged for R30 and R31 too, with the faults that try them (:func:`_reliability`)."""
+    judged for R25, R30 and R31 too, with the faults that try them (:func:`_reliability`)."""
     topology = _pick(draw, ("pipeline", "three-stage", "loopback"))
     stage_ids, default_src = _stages(draw, topology)
     sending = stage_ids[:-1] if topology != "loopback" else stage_ids
@@ -393,17 +393,22 @@ def _reliability(
     """The faults the reliability rules are about, at drawn points before any ``stop()``
     (drawn after the program, so the rest of the world is the one the same draws make
     without them): in three worlds of four one request's stream whose puts all fail for 2 to
-    60 s (R31: other requests' chunks go on meanwhile); in a third, a build, put or get
-    that raises ``SystemExit``, ``asyncio.CancelledError`` or a bare ``BaseException``
-    (R30: survived, or the adapter says it died at its next call)."""
+    60 s (R31: other requests' chunks go on meanwhile); in a third, one put refused for
+    good (R25: never retried); in a third, a build, put or get that raises
+    ``SystemExit``, ``asyncio.CancelledError`` or a bare ``BaseException`` (R30: survived,
+    or the adapter says it died at its next call)."""
     end = next((i for i, op in enumerate(ops) if op.kind == "stop"), len(ops))
     out = list(ops)
     if draw(_int(0, 3)) != 3:
         stream = f"{_pick(draw, rids)}_{_pick(draw, sending)}_*"
         out.insert(draw(_int(0, end)), outage("put", stream, _pick(draw, DURATIONS[4:])))
         end += 1
+    if draw(_int(0, 2)) == 0:  # one put refused for good (once: its degraded final lands)
+        key = f"{_pick(draw, rids)}_{_pick(draw, sending)}_*" if draw(_BOOL) else None
+        out.insert(draw(_int(0, end)), fail_put(key, raises="permanent"))
+        end += 1
     if draw(_int(0, 2)) == 0:
-        rid, raises = _pick(draw, rids), _pick(draw, RAISES)
+        rid, raises = _pick(draw, rids), _pick(draw, BASE)
         kind = _pick(draw, ("fail_build", "fail_put", "fail_get"))
         if kind == "fail_build":
             fault = fail_build(rid, raises=raises)
