@@ -245,3 +245,16 @@ def test_the_reference_passes_worlds_the_search_once_misjudged(name: str, seed: 
     with prepared(setup):
         execution = run_world(world, RandomStrategy(seed=seed, executions=1), setup)[-1]
     assert execution.failures == []
+
+
+@pytest.mark.rule("R30")
+@pytest.mark.parametrize("topology", ["pipeline", "three-stage", "loopback"])
+def test_a_world_that_outgrows_its_step_budget_decides_nothing_not_r30(topology: str) -> None:
+    # the first probe's put raises SystemExit; the reference ends loudly, and its receivers
+    # poll on until the liveness deadline: a run cut at a small step budget is undecided
+    world = Scenario("world", (fail_put(None, raises="exit"),), reliable=True, liveness=4.0,
+                     topology=topology)  # fmt: skip
+    setup = sim_setup(ChunkAdapter, wall_timeout=30.0, max_steps=3_000)
+    with prepared(setup):
+        execution = run_world(world, RandomStrategy(seed=0, executions=1), setup)[-1]
+    assert all("R30" not in f.rules for f in execution.failures), execution.failures

@@ -54,13 +54,13 @@ def test_reliability_worlds_find_the_broken_adapter(name: str, tmp_path: Path) -
 def test_the_reference_passes_the_reliability_worlds(tmp_path: Path) -> None:
     code, check, out = _verify("chunk_adapter.adapter:ChunkAdapter", tmp_path, "--reliability")
     assert code == 0, out
-    assert {"R30", "R31"} <= set(check["rules"])  # type: ignore[arg-type]
+    assert {"R25", "R30", "R31"} <= set(check["rules"])  # type: ignore[arg-type]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(BUDGET + 120)
-@pytest.mark.parametrize("name", ["in_place_retries", "silent_death"])
+@pytest.mark.parametrize("name", ["in_place_retries", "retries_refused_puts", "silent_death"])
 def test_without_the_flag_the_same_adapters_pass(name: str, tmp_path: Path) -> None:
     code, check, out = _verify(f"tests.quality.broken_reliability:{name}", tmp_path)
     assert code == 0, out
-    assert not {"R30", "R31"} & set(check["rules"])  # type: ignore[arg-type]
+    assert not {"R25", "R30", "R31"} & set(check["rules"])  # type: ignore[arg-type]

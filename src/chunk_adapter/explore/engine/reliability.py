@@ -42,7 +42,7 @@ from ...rules import R3, R18, R30, R31
 from ..runtime.tasks import Failure, as_failure
 from ..scenarios.pipeline import Hop
 from ..scenarios.scenario import Scenario
-from .result import Execution
+from .result import NOT_CONTROLLED, Execution
 from .timing import judged
 
 __all__ = ["HOL", "Fired", "fired", "hol_failures", "judge_death"]
@@ -52,6 +52,8 @@ HOL = 1.5
 another request's puts fail: 15x a correct adapter's longest wait timeout here, and far
 below the outages (2-60 s) the worlds put one request's stream through."""
 
+_UNDECIDED = (*NOT_CONTROLLED, "script")
+"""Failure kinds that are no verdict (:data:`.simulate.NOT_A_VERDICT`): never made one."""
 _KEPT = frozenset({R3, R18})
 """What a loudly dead adapter is still held to: its calls never wait, and ``stop()``."""
 
@@ -118,8 +120,8 @@ Checker = Callable[[Execution], Sequence[str | Failure]]
 def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> None:
     """R30 on *execution* (module doc): its failures rewritten in place once a fault of
     :data:`~...connectors.fatal.BASE` fired. *checker* judges the history before it."""
-    if not scenario.reliable:
-        return
+    if not scenario.reliable or any(f.kind in _UNDECIDED for f in execution.failures):
+        return  # what decides nothing (over the step budget, not controlled) stays so
     fault = fired(execution.history, execution.hops, execution.build_roles)
     if fault is None:
         return
