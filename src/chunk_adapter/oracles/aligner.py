@@ -149,14 +149,12 @@ class Aligner:
             op = self.puts[index]
             self.at = op.begin
             if self.giving_up is not None:
-                # the same final once more: same key, data None, and no build of the request
-                # began since (a build is the adapter going on to its next chunk)
-                again = (op.key == self.giving_up.key and is_final_put(op)
-                         and data_of(op) is None
-                         and not self._builds_between(self.giving_up.end, op.begin))  # fmt: skip
-                if not again:
-                    self._give_up(self.giving_up)  # not tried once more: given up
-                self.giving_up = None
+                pending, self.giving_up = self.giving_up, None
+                if not self._once_more(pending, op):
+                    self._give_up(pending)  # not tried once more: given up
+                elif self._next_final_before(op):  # or it is the next stream's final
+                    self._either(pending, index)
+                    return
             self._retried_refused(op)
             if op.outcome == "error":
                 if op.permanent:
@@ -203,7 +201,7 @@ class Aligner:
             self.branches[0] -= 1
             trial = copy.copy(self)
             trial.out, trial.started_after = list(self.out), dict(self.started_after)
-            trial.failed = list(self.failed)
+            trial.failed, trial.refused = list(self.failed), list(self.refused)
             trial._take(j, op)
             trial._align_from(self.index + 1)
             if best is None or len(trial.out) < len(best.out):
@@ -653,6 +651,42 @@ class Aligner:
         self.prev_final_end = op.end
         self.started_after = {}
 
+    def _once_more(self, refused: ConnectorOp, op: ConnectorOp) -> bool:
+        """Whether *op* may be the final *refused* (data ``None``, refused for good) put once
+        more: the same key, data ``None``, and no build of the request began since (a build
+        is the adapter going on to its next chunk)."""
+        return (
+            op.key == refused.key
+            and is_final_put(op)
+            and data_of(op) is None
+            and not self._builds_between(refused.end, op.begin)
+        )
+
+    def _next_final_before(self, op: ConnectorOp) -> bool:
+        """Whether the next stream's final was saved before *op* began (a cancelled final is
+        put unbuilt with data ``None``: *op* may be that one)."""
+        at = self.stream_at + 1
+        final = self.streams[at].final if at < len(self.streams) else None
+        return final is not None and final.begin < op.begin
+
+    def _either(self, refused: ConnectorOp, index: int) -> None:
+        """The put at *index* is the refused final once more, or the next stream's final
+        (:meth:`_next_final_before`): align the rest both ways and keep the reading with
+        fewer violations, as :meth:`_branch` does."""
+        best: Aligner | None = None
+        for give_up in (False, True):
+            trial = copy.copy(self)
+            trial.out, trial.started_after = list(self.out), dict(self.started_after)
+            trial.failed, trial.refused = list(self.failed), list(self.refused)
+            if give_up:
+                trial._give_up(refused)
+            trial._align_from(index)
+            if best is None or len(trial.out) < len(best.out):
+                best = trial
+        assert best is not None
+        self.__dict__.update(best.__dict__)
+        self.aligned_rest = True
+
     def _give_up(self, op: ConnectorOp) -> None:
         """R25: a final with data ``None`` was refused for good (a cancelled stream's, a
         ``None`` payload's, or a refused final's second form) and the request's next put
@@ -745,7 +779,10 @@ class Aligner:
         data = data_of(op)
         for r in self.refused:
             same = data is not None and (data is data_of(r) or _equal(data, data_of(r)) is True)
-            if r.key == op.key and is_final_put(r) == is_final_put(op) and same:
+            # a build between is the adapter's next chunk, which takes the refused one's
+            # id and may carry equal data; with no build on record, nothing is said
+            moved_on = not self.have_builds or bool(self._builds_between(r.end, op.begin))
+            if r.key == op.key and is_final_put(r) == is_final_put(op) and same and not moved_on:
                 self.violation(
                     R25,
                     f"a put of {op.key} refused for good ({r.error}) was tried again with "

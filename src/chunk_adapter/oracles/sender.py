@@ -59,9 +59,11 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
         if parsed is None:
             continue
         cid = parsed[2]
-        if given_up == op.key and is_final_put(op) and data_of(op) is None and cid > 0:
-            given_up = None  # the given-up final's one more try (at id 0 it starts a stream)
-            continue
+        if given_up is not None:
+            if given_up == op.key and is_final_put(op) and data_of(op) is None:
+                expected = 0
+                continue  # the given-up final once more (and its retries), or a new one at 0
+            given_up = None  # only the request's next puts can be that
         if op.outcome == "error" and op.permanent and is_final_put(op) and data_of(op) is None:
             given_up, expected = op.key, 0
             continue

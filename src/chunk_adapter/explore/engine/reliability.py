@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 from ...connectors.fatal import BASE, FATAL, raised_kind
+from ...errors import AdapterStopped, SaveQueueFull
 from ...history import BuildCall, ConnectorOp, History
 from ...oracles import CallRecord, split_key
 from ...rules import R3, R18, R30, R31
@@ -110,8 +111,13 @@ def _after(history: History, fault: Fired) -> Iterator[CallRecord]:
 
 def _loud(calls: list[CallRecord]) -> CallRecord | None:
     """The first call that said the adapter died: it raised a ``RuntimeError`` (what the
-    scenario runner lets through, as after ``stop()``)."""
-    return next((c for c in calls if isinstance(c.error, RuntimeError)), None)
+    scenario runner lets through, as after ``stop()``) that is not the reference's refusal
+    of a save for a full queue, or of a call after ``stop()``."""
+    return next(
+        (c for c in calls if isinstance(c.error, RuntimeError)
+         and not isinstance(c.error, (SaveQueueFull, AdapterStopped))),
+        None,
+    )  # fmt: skip
 
 
 Checker = Callable[[Execution], Sequence[str | Failure]]
@@ -151,9 +157,15 @@ def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> N
             (R30,),
         )]  # fmt: skip
         return
-    if not execution.failures or before():
-        return  # survived, or the failures were there before the fault
     accepted = sum(1 for c in calls if c.error is None)
+    if not execution.failures:
+        return  # survived
+    if not accepted:  # never asked after the fault: what it did then decides nothing
+        kept = [f for f in execution.failures if f.kind != "violation" or set(f.rules) & _KEPT]
+        execution.failures = before() + kept
+        return
+    if before():
+        return  # the failures were there before the fault
     first = execution.failures[0].message.splitlines()[0]
     execution.failures = [Failure(
         "violation",

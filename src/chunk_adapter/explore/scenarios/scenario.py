@@ -421,7 +421,8 @@ class Scenario:
     @property
     def probe(self) -> tuple[Op, ...]:
         """What a :attr:`reliable` script does before its ``drain(), stop()``: once all is
-        quiet, every receiving member registers :data:`PROBE` and the first sender saves
+        quiet and drained (a middle has relayed what it got, so its own puts are done),
+        every receiving member registers :data:`PROBE` and the first sender saves
         its one final chunk (the drain relays it on), then the same for a second probe
         request, after a fault that fired in the first one's calls (none when not
         reliable, or when the program stops the adapters itself)."""
@@ -430,7 +431,7 @@ class Scenario:
         receivers = {"pipeline": (None,), "three-stage": ("middle", None)}
         ops: list[Op] = []
         for rid in (PROBE, PROBE + "2"):  # a fault that fires in the first asks the second
-            ops += [settle(), *(load(rid, on=on) for on in receivers.get(self.topology, (None,)))]
+            ops += [drain(), *(load(rid, on=on) for on in receivers.get(self.topology, (None,)))]
             ops.append(save(rid, rid, True))
         return tuple(ops)
 
