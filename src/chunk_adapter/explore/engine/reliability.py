@@ -44,7 +44,7 @@ from ..runtime.tasks import Failure, as_failure
 from ..scenarios.pipeline import Hop
 from ..scenarios.scenario import Scenario
 from .result import NOT_CONTROLLED, Execution
-from .timing import judged
+from .timing import cancelled_requests, first_stop, judged, queues_a_build, timed_records
 
 __all__ = ["HOL", "Fired", "fired", "hol_failures", "judge_death"]
 
@@ -188,18 +188,9 @@ def hol_failures(
             or any(op.kind == "slow" for op in scenario.ops)
             or fired(history, hops, build_roles) is not None):  # fmt: skip
         return []
-    records = history.records()
     role_of_stage = {h.stage_id: h.sender for h in hops}
-    stopped = min(
-        (times[r.begin] for r in records if isinstance(r, CallRecord) and r.call == "stop"
-         and r.begin in times),
-        default=max(times.values()),
-    )  # fmt: skip
-    cancelled = {
-        (r.adapter, r.request_id)
-        for r in records
-        if isinstance(r, CallRecord) and r.call == "cancel_sender"
-    }
+    stopped = first_stop(history, max(times.values()))
+    cancelled = cancelled_requests(history)
     built: dict[str, list[float]] = defaultdict(list)  # when a member's builds began
     own: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)  # its calls
     failing: dict[str, list[tuple[float, str]]] = defaultdict(list)  # (time, request)
@@ -207,15 +198,10 @@ def hol_failures(
     # (..., -1) for a build begun: ordered by sequence number, as a build may begin (the
     # SAVE thread ran) before the save_async that queued it has returned
     events: dict[tuple[str, str], list[tuple[int, float, int]]] = defaultdict(list)
-    for r in records:
-        if r.begin not in times or r.end not in times:
-            continue
-        begin, end = times[r.begin], times[r.end]
+    for r, begin, end in timed_records(history):
         if isinstance(r, CallRecord):
-            if r.call == "save_async" and r.error is None and begin < stopped:
-                snapshot, final = r.args
-                if (snapshot is not None or final) and r.request_id is not None:
-                    events[(r.adapter, r.request_id)].append((r.begin, end, 1))
+            if queues_a_build(r, begin, stopped) and r.request_id is not None:
+                events[(r.adapter, r.request_id)].append((r.begin, end, 1))
             continue
         if isinstance(r, BuildCall):
             role, rid = build_roles.get(id(r)), r.request_id

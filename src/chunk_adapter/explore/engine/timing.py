@@ -24,7 +24,8 @@ failed call an adapter may back off as long as it likes, on that call's side.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ...bed.waiting import UNKNOWN_JOIN_STOP_BOUND
 from ...history import BuildCall, ConnectorOp, History
@@ -40,9 +41,13 @@ __all__ = [
     "R3_WAIT",
     "STOP_BOUND",
     "CallClock",
+    "cancelled_requests",
+    "first_stop",
     "held_failures",
     "hop_suffix",
     "judged",
+    "queues_a_build",
+    "timed_records",
 ]
 
 R3_WAIT = 0.5
@@ -187,6 +192,43 @@ adapter's build or put is in flight (:func:`held_failures`): above any wait time
 SAVE thread that is woken late (not notified) could sleep out."""
 
 
+def first_stop(history: History, default: float) -> float:
+    """When the first ``stop()`` of the history began (virtual time), else *default*."""
+    times = history.times
+    return min(
+        (times[r.begin] for r in history.records()
+         if isinstance(r, CallRecord) and r.call == "stop" and r.begin in times),
+        default=default,
+    )  # fmt: skip
+
+
+def timed_records(history: History) -> Iterator[tuple[Any, float, float]]:
+    """``(record, begin, end)`` in virtual time, for the history's records that have both."""
+    times = history.times
+    for r in history.records():
+        if r.begin in times and r.end in times:
+            yield r, times[r.begin], times[r.end]
+
+
+def queues_a_build(r: CallRecord, begin: float, stopped: float) -> bool:
+    """Whether *r* is a ``save_async`` that queued a chunk to build: it returned, began
+    before the first ``stop()`` (*stopped*), and saved a payload or a final."""
+    if r.call != "save_async" or r.error is not None or begin >= stopped:
+        return False
+    snapshot, final = r.args
+    return snapshot is not None or bool(final)
+
+
+def cancelled_requests(history: History) -> set[tuple[str, str | None]]:
+    """``(member, request)`` of every ``cancel_sender`` in the history: an adapter may drop
+    what such a request had queued (R6), so a wait judged on builds leaves them out."""
+    return {
+        (r.adapter, r.request_id)
+        for r in history.records()
+        if isinstance(r, CallRecord) and r.call == "cancel_sender"
+    }
+
+
 def held_failures(
     history: History, scenario: Scenario, hops: tuple[Hop, ...], build_roles: dict[int, str]
 ) -> list[Failure]:
@@ -202,31 +244,17 @@ def held_failures(
     times = history.times
     if not judged(scenario) or not times or len({h.sender for h in hops}) < 2:
         return []
-    records = history.records()
     role_of_stage = {h.stage_id: h.sender for h in hops}
-    stopped = min(
-        (times[r.begin] for r in records if isinstance(r, CallRecord) and r.call == "stop"
-         and r.begin in times),
-        default=float("inf"),
-    )  # fmt: skip
-    cancelled = {
-        (r.adapter, r.request_id)
-        for r in records
-        if isinstance(r, CallRecord) and r.call == "cancel_sender"
-    }
+    stopped = first_stop(history, float("inf"))
+    cancelled = cancelled_requests(history)
     # per adapter: (time, +1) for a save that needs a build, (time, -1) for a build begun
     events: dict[str, list[tuple[float, int]]] = defaultdict(list)
     busy: dict[str, list[tuple[float, float, str]]] = defaultdict(list)  # (from, to, what)
     failed_at: dict[str, float] = {}
-    for r in records:
-        if r.begin not in times or r.end not in times:
-            continue
-        begin, end = times[r.begin], times[r.end]
+    for r, begin, end in timed_records(history):
         if isinstance(r, CallRecord):
-            if r.call == "save_async" and r.error is None and begin < stopped:
-                snapshot, final = r.args
-                if (snapshot is not None or final) and (r.adapter, r.request_id) not in cancelled:
-                    events[r.adapter].append((end, 1))
+            if queues_a_build(r, begin, stopped) and (r.adapter, r.request_id) not in cancelled:
+                events[r.adapter].append((end, 1))
             continue
         if isinstance(r, BuildCall):
             role = build_roles.get(id(r))
