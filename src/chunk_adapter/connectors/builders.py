@@ -101,12 +101,12 @@ class GatedBuilder:
         self.gates.passage("build", request_id, snapshot, is_final)
         failed = self.timed.before("build", request_id)
         scripted = self._take_failure(request_id, snapshot, is_final)
+        if scripted is None and not failed:
+            return self.fn(request_id, snapshot, is_final)
         message = f"injected build failure for request {request_id!r}"
         if scripted is not None and scripted[2] is not None:
             raise injected(scripted[2], message)
-        if scripted is not None or failed:
-            raise InjectedFault(message)
-        return self.fn(request_id, snapshot, is_final)
+        raise InjectedFault(message)
 
     def __call__(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
         if self.history is None:

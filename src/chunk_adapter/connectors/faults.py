@@ -140,11 +140,10 @@ class FaultyConnector(ConnectorWrapper):
 
     def _failure(self, op: Op, key: str) -> BaseException | None:
         """What this *op* call on *key* raises, or ``None`` when it goes through."""
-        message = f"injected {op} failure for key {key!r}"
         if self.timed.before(op, key):
             with self._lock:
                 self.injected[op] += 1
-            return InjectedFault(message)
+            return InjectedFault(f"injected {op} failure for key {key!r}")
         with self._lock:
             fail = False
             raises: str | None = None
@@ -161,6 +160,7 @@ class FaultyConnector(ConnectorWrapper):
             if not fail:
                 return None
             self.injected[op] += 1
+        message = f"injected {op} failure for key {key!r}"
         return InjectedFault(message) if raises is None else injected(raises, message)
 
     def put(self, key: str, value: dict[str, Any]) -> None:

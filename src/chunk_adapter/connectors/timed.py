@@ -27,16 +27,23 @@ from dataclasses import dataclass
 
 from ..errors import InvalidValue
 
-__all__ = ["TimedFaults", "hits", "keyed_random"]
+__all__ = ["TimedFaults", "hits", "keyed_random", "stream_of"]
+
+
+def stream_of(pattern: str | None) -> str | None:
+    """The stream a key pattern names (``"r_0"`` for ``"r_0_*"``: request ``r``, stage 0),
+    or ``None`` for a single key or no key."""
+    return pattern[:-2] if pattern is not None and pattern.endswith("_*") else None
 
 
 def hits(pattern: str | None, key: str) -> bool:
     """Whether an outage or slow call on *pattern* applies to *key*: ``None`` to every
-    key, ``"r_0_*"`` to every key of that stream (request ``r``, stage 0), any other
-    pattern to that key only."""
+    key, ``"r_0_*"`` to every key of that stream (:func:`stream_of`), any other pattern
+    to that key only."""
     if pattern is None or pattern == key:
         return True
-    return pattern.endswith("_*") and key.rsplit("_", 1)[0] == pattern[:-2]
+    stream = stream_of(pattern)
+    return stream is not None and key.rsplit("_", 1)[0] == stream
 
 
 @dataclass

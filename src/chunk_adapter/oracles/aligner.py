@@ -68,6 +68,12 @@ def data_of(op: ConnectorOp) -> Any:
     return op.value.get("data") if isinstance(op.value, dict) else None
 
 
+def gives_up(op: ConnectorOp) -> bool:
+    """Whether *op* is a final with data ``None`` refused for good: the last form a final
+    takes, so its stream ends there unless that put is tried once more (R25)."""
+    return op.outcome == "error" and op.permanent and is_final_put(op) and data_of(op) is None
+
+
 def is_final_put(op: ConnectorOp) -> bool:
     return isinstance(op.value, dict) and op.value.get("finished") is True
 
@@ -159,8 +165,8 @@ class Aligner:
             if op.outcome == "error":
                 if op.permanent:
                     self.refused.append(op)
-                    if is_final_put(op) and data_of(op) is None:
-                        self.giving_up = op  # given up, unless the next put tries it again
+                if gives_up(op):
+                    self.giving_up = op  # given up, unless the next put tries it again
                 if not is_final_put(op):
                     self.failed.append(op)
                 continue
@@ -199,9 +205,7 @@ class Aligner:
         best: Aligner | None = None
         for j in candidates[:CANDIDATES]:
             self.branches[0] -= 1
-            trial = copy.copy(self)
-            trial.out, trial.started_after = list(self.out), dict(self.started_after)
-            trial.failed, trial.refused = list(self.failed), list(self.refused)
+            trial = self._trial()
             trial._take(j, op)
             trial._align_from(self.index + 1)
             if best is None or len(trial.out) < len(best.out):
@@ -209,6 +213,14 @@ class Aligner:
         assert best is not None
         self.__dict__.update(best.__dict__)
         self.aligned_rest = True
+
+    def _trial(self) -> Aligner:
+        """A copy to align one reading of the rest on (:meth:`_branch`, :meth:`_either`):
+        its own lists of what it finds and of the failed and refused puts."""
+        trial = copy.copy(self)
+        trial.out, trial.started_after = list(self.out), dict(self.started_after)
+        trial.failed, trial.refused = list(self.failed), list(self.refused)
+        return trial
 
     # ------------------------------------------------------------------ helpers
     def _builds_of_snapshots(self) -> None:
@@ -644,6 +656,10 @@ class Aligner:
         else:
             self._justify(stream.nonfinals[self.pending_at :], op.begin, op)
             self._final_data(s, op)
+        self._next_stream(op)
+
+    def _next_stream(self, op: ConnectorOp) -> None:
+        """The stream being aligned ended with *op* (its final put, or given up, R25)."""
         self.stream_at += 1
         self.pending_at = 0
         self.failed = []
@@ -675,9 +691,7 @@ class Aligner:
         fewer violations, as :meth:`_branch` does."""
         best: Aligner | None = None
         for give_up in (False, True):
-            trial = copy.copy(self)
-            trial.out, trial.started_after = list(self.out), dict(self.started_after)
-            trial.failed, trial.refused = list(self.failed), list(self.refused)
+            trial = self._trial()
             if give_up:
                 trial._give_up(refused)
             trial._align_from(index)
@@ -695,12 +709,7 @@ class Aligner:
         if self.stream_at >= len(self.streams) or self.streams[self.stream_at].final is None:
             return
         self._justify(self.streams[self.stream_at].nonfinals[self.pending_at :], op.begin, op)
-        self.stream_at += 1
-        self.pending_at = 0
-        self.failed = []
-        self.refused = []
-        self.prev_final_end = op.end
-        self.started_after = {}
+        self._next_stream(op)
 
     def _final_data(self, s: CallRecord, op: ConnectorOp) -> None:
         data = data_of(op)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ..history import ConnectorOp
 from ..rules import R2, R9, R18
-from .aligner import Aligner, data_of, is_final_put
+from .aligner import Aligner, data_of, gives_up, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
 
@@ -64,7 +64,7 @@ def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
                 expected = 0
                 continue  # the given-up final once more (and its retries), or a new one at 0
             given_up = None  # only the request's next puts can be that
-        if op.outcome == "error" and op.permanent and is_final_put(op) and data_of(op) is None:
+        if gives_up(op):
             given_up, expected = op.key, 0
             continue
         if op.outcome == "error":

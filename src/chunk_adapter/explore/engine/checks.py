@@ -21,7 +21,7 @@ from ..runtime.tasks import Failure
 from ..scenarios.pipeline import Hop
 from .result import Execution
 
-__all__ = ["Owed", "default_checker", "default_wrap", "owed_now"]
+__all__ = ["Owed", "default_checker", "default_wrap", "history_before", "owed_now"]
 
 
 def default_wrap() -> Callable[[Any, History], Any]:
@@ -50,7 +50,7 @@ def default_checker(execution: Execution) -> list[Failure]:
     for suffix, history in _by_hop(execution):
         checks = [(history, False)]
         if execution.cut is not None:
-            checks.append((_prefix(history, execution.cut), True))
+            checks.append((history_before(history, execution.cut), True))
         for part, quiescent in checks:
             for v in check(part, quiescent=quiescent, put_tries=put_tries):
                 message = str(v) + suffix
@@ -77,7 +77,7 @@ def owed_now(execution: Execution) -> bool:
     calls over 150 worlds)."""
     owed = False
     for _, history in _by_hop(execution):
-        part = history if execution.cut is None else _prefix(history, execution.cut)
+        part = history if execution.cut is None else history_before(history, execution.cut)
         for v in check(part, quiescent=True, put_tries=execution.put_tries):
             if v.at is not None:
                 return False
@@ -119,7 +119,7 @@ class Owed:
         for record in new:
             end = getattr(record, "end", _NO_END)
             if end is _NO_END:
-                continue  # no end: never in a prefix (_prefix)
+                continue  # no end: never in a prefix (history_before)
             if cast(int, end) >= cut or (len(hops) > 1 and isinstance(record, BuildCall)
                               and id(record) not in roles):  # fmt: skip
                 self._first, self._seen = None, 0  # start over next time
@@ -182,7 +182,7 @@ def _on_hop(record: Any, hop: Hop, build_roles: dict[int, str]) -> bool:
     return True
 
 
-def _prefix(history: History, cut: int) -> History:
+def history_before(history: History, cut: int) -> History:
     """A new history holding the records that ended before sequence number *cut*."""
     prefix = History()
     for record in history.records():

@@ -42,14 +42,15 @@ from ...oracles import CallRecord, split_key
 from ...rules import R3, R18, R30, R31
 from ..runtime.tasks import Failure, as_failure
 from ..scenarios.pipeline import Hop
-from ..scenarios.scenario import Scenario
+from ..scenarios.scenario import FAILS, Scenario
+from .checks import history_before
 from .result import NOT_CONTROLLED, Execution
 from .timing import cancelled_requests, first_stop, judged, queues_a_build, timed_records
 
-__all__ = ["HOL", "Fired", "fired", "hol_failures", "judge_death"]
+__all__ = ["HOL", "Fired", "armed", "fired", "hol_failures", "judge_death"]
 
 HOL = 1.5
-"""Virtual seconds a request's ready chunk may wait, its adapter's SAVE side idle, while
+"""Virtual seconds a request's ready chunk may wait, its adapter beginning no build, while
 another request's puts fail: 15x a correct adapter's longest wait timeout here, and far
 below the outages (2-60 s) the worlds put one request's stream through."""
 
@@ -74,6 +75,12 @@ class Fired:
 
     def __str__(self) -> str:
         return f"{self.what} raised {self.record.error}"
+
+
+def armed(scenario: Scenario) -> bool:
+    """Whether *scenario* arms a fault of :data:`~...connectors.fatal.BASE` at all (else
+    :func:`fired` need not read its history)."""
+    return any(op.kind in FAILS and op.what in BASE for op in scenario.ops)
 
 
 def fired(history: History, hops: tuple[Hop, ...], build_roles: dict[int, str]) -> Fired | None:
@@ -126,7 +133,9 @@ Checker = Callable[[Execution], Sequence[str | Failure]]
 def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> None:
     """R30 on *execution* (module doc): its failures rewritten in place once a fault of
     :data:`~...connectors.fatal.BASE` fired. *checker* judges the history before it."""
-    if not scenario.reliable or any(f.kind in _UNDECIDED for f in execution.failures):
+    if not scenario.reliable or not armed(scenario):
+        return
+    if any(f.kind in _UNDECIDED for f in execution.failures):
         return  # what decides nothing (over the step budget, not controlled) stays so
     fault = fired(execution.history, execution.hops, execution.build_roles)
     if fault is None:
@@ -136,16 +145,19 @@ def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> N
     whose = f"the {fault.role}" if fault.role else "the adapter"
 
     def before() -> list[Failure]:
-        prefix = History()
-        for record in execution.history.records():
-            if getattr(record, "end", fault.record.end) < fault.record.end:
-                prefix.append(record)
-        part = replace(execution, history=prefix, cut=None)
+        """The oracles' verdict on the history before the fault."""
+        part = replace(execution, history=history_before(execution.history, fault.record.end),
+                       cut=None)  # fmt: skip
         return [as_failure(found) for found in checker(part)]
 
-    if loud is not None and fault.kind in FATAL:
+    def judged_before() -> None:
+        """Judge the history before the fault only; keep R3 and R18 (:data:`_KEPT`) and the
+        explorer's own verdicts."""
         kept = [f for f in execution.failures if f.kind != "violation" or set(f.rules) & _KEPT]
         execution.failures = before() + kept
+
+    if loud is not None and fault.kind in FATAL:
+        judged_before()
         return
     if loud is not None:
         execution.failures = [Failure(
@@ -161,8 +173,7 @@ def judge_death(execution: Execution, scenario: Scenario, checker: Checker) -> N
     if not execution.failures:
         return  # survived
     if not accepted:  # never asked after the fault: what it did then decides nothing
-        kept = [f for f in execution.failures if f.kind != "violation" or set(f.rules) & _KEPT]
-        execution.failures = before() + kept
+        judged_before()
         return
     if before():
         return  # the failures were there before the fault
@@ -186,7 +197,7 @@ def hol_failures(
     times = history.times
     if (not scenario.reliable or not judged(scenario) or not times
             or any(op.kind == "slow" for op in scenario.ops)
-            or fired(history, hops, build_roles) is not None):  # fmt: skip
+            or (armed(scenario) and fired(history, hops, build_roles) is not None)):  # fmt: skip
         return []
     role_of_stage = {h.stage_id: h.sender for h in hops}
     stopped = first_stop(history, max(times.values()))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...connectors import FaultyConnector, GatedBuilder
+from ...connectors.timed import stream_of
 from ...oracles.inputs import METHODS, wrong_call
 from .scenario import TOPOLOGIES, Op
 
@@ -127,10 +128,9 @@ def apply(
     kind = op.kind
     if kind == "fail_put" or kind == "fail_get":
         which: Literal["put", "get"] = "put" if kind == "fail_put" else "get"
-        if op.key is not None and op.key.endswith("_*"):  # a stream's keys
-            faulty.fail_next(which, None, op.times, stream=op.key[:-2], raises=op.what)
-        else:
-            faulty.fail_next(which, op.key, op.times, raises=op.what)
+        stream = stream_of(op.key)  # a stream's keys, or one key (or any)
+        key = None if stream is not None else op.key
+        faulty.fail_next(which, key, op.times, stream=stream, raises=op.what)
     elif kind == "fail_build":
         for role in roles_for(op, tuple(adapters)):
             builders[role].fail(op.request_id, times=op.times, raises=op.what)

@@ -48,6 +48,7 @@ from typing import Any
 
 from ...connectors import chunk_key
 from ...connectors.fatal import RAISES
+from ...connectors.timed import stream_of
 from ...errors import InvalidValue
 from ...oracles import split_key
 from ...oracles.inputs import REJECTS
@@ -99,9 +100,9 @@ _KINDS = (
 )
 FAILS = ("fail_put", "fail_get", "fail_build")
 TIMED = ("put", "get", "build")
+"""What ``outage`` and ``slow`` apply to."""
 PROBE = "probe"
 """The request a :attr:`Scenario.reliable` script ends with (:attr:`Scenario.probe`)."""
-"""What ``outage`` and ``slow`` apply to."""
 TOPOLOGIES: dict[str, tuple[str, ...]] = {
     "pipeline": ("sender", "receiver"),
     "three-stage": ("sender", "middle", "receiver"),
@@ -267,8 +268,9 @@ def renamed(op: Op, suffix: str) -> Op:
     if op.key is not None:
         if op.what == "build":  # a build fault names a request
             return replace(op, key=op.key + suffix)
-        if op.key.endswith("_*"):  # a stream's keys: rid_stage_*
-            head, stream_stage = op.key[:-2].rsplit("_", 1)
+        stream = stream_of(op.key)
+        if stream is not None:  # a stream's keys: rid_stage_*
+            head, stream_stage = stream.rsplit("_", 1)
             return replace(op, key=f"{head}{suffix}_{stream_stage}_*")
         parts = split_key(op.key)
         if parts is not None:  # a chunk key: rid_stage_chunk
@@ -286,8 +288,9 @@ def request_of(op: Op) -> str | None:
         return None
     if op.what == "build":  # a build fault names a request
         return op.key
-    if op.key.endswith("_*"):  # a stream's keys: rid_stage_*
-        return op.key[:-2].rsplit("_", 1)[0]
+    stream = stream_of(op.key)
+    if stream is not None:  # a stream's keys: rid_stage_*
+        return stream.rsplit("_", 1)[0]
     parts = split_key(op.key)
     return parts[0] if parts is not None else None
 
@@ -356,10 +359,10 @@ class Scenario:
     after the other. R24 is judged so (:mod:`..engine.retained`): the few requests one
     copy closes decide nothing, as R24 allows a record of 500 recent ones."""
     reliable: bool = False
-    """Judged for the reliability rules too (``verify --reliability``: R30, R31,
-    :mod:`..engine.reliability`), and, unless the script stops itself, ended by a
-    :data:`PROBE` request (:attr:`script`): after a thread died, a sending and a
-    registering call show whether the adapter says so (R30)."""
+    """Judged for the reliability rules too (``verify --reliability``: R25, R30, R31,
+    :mod:`..engine.reliability`), and, unless the program stops itself, ended by two
+    probe requests (:attr:`probe`): after a thread died, sending and registering calls
+    show whether the adapter says so (R30)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.ops, tuple) or not all(isinstance(o, Op) for o in self.ops):
