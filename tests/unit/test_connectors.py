@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ from chunk_adapter.connectors import (
     identity_build,
 )
 from chunk_adapter.connectors.base import Subscriptions
+from chunk_adapter.connectors.fatal import raised_kind
 from chunk_adapter.errors import InjectedFault, InvalidValue
 from chunk_adapter.history import BuildCall, ConnectorOp, History
 from tests.unit._wait import wait_until
@@ -212,6 +214,96 @@ def test_random_faults_require_a_seed() -> None:
 def test_fault_configuration_is_checked(make: Callable[[], object]) -> None:
     with pytest.raises(InvalidValue):
         make()
+
+
+def _kind(call: Callable[[], object]) -> str | None:
+    try:
+        call()
+    except BaseException as exc:  # the injected SystemExit-likes too
+        return raised_kind(exc) or type(exc).__name__
+    return None
+
+
+def test_overlapping_rules_count_each_call_and_the_first_added_names_the_error() -> None:
+    faulty = FaultyConnector(MemoryConnector())
+    faulty.fail_next("put", times=2, raises="exit")  # any key: the next two puts
+    faulty.fail_next("put", "r_0_0", raises="cancelled")  # added second: loses to the first
+    faulty.fail_next("put", stream="r_0", times=3, raises="base")
+    assert _kind(lambda: faulty.put("r_0_0", {})) == "exit"  # all three matched it
+    assert _kind(lambda: faulty.put("s_0_0", {})) == "exit"  # the any-key rule's last
+    assert _kind(lambda: faulty.put("r_0_1", {})) == "base"  # the stream's 2nd of 3
+    assert _kind(lambda: faulty.put("r_0_0", {})) == "base"  # the keyed rule is spent
+    assert _kind(lambda: faulty.put("r_0_2", {})) is None  # every rule is spent now
+    assert faulty.injected == {"put": 4, "get": 0}
+
+
+def _best_of(runs: int, work: Callable[[], None]) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+SPENT = 20_000
+"""Faults a long run has used up: a world repeated a thousand times arms a few each copy."""
+
+
+def _spend_put_rules(faulty: FaultyConnector) -> None:
+    for i in range(SPENT):
+        faulty.fail_next("put", f"k{i}")
+        faulty.fail_next("put", stream=f"s{i}_0")
+        with pytest.raises(InjectedFault):
+            faulty.put(f"k{i}", {})
+        with pytest.raises(InjectedFault):
+            faulty.put(f"s{i}_0_0", {})
+
+
+def _spend_outages(faulty: FaultyConnector) -> None:
+    clock = [0.0]
+    faulty.timed.use_clock(lambda: clock[0], lambda seconds: None)
+    for i in range(SPENT):
+        faulty.timed.outage("put", f"k{i}", 1.0)
+        faulty.timed.slow("put", f"k{i}", 0.5)
+        assert faulty.timed.before("put", f"k{i}")
+        clock[0] += 2.0  # over
+    assert faulty.timed.ends == clock[0] - 2.0 + 1.0  # the last outage's end is kept
+
+
+def _spend_build_failures(builder: GatedBuilder) -> None:
+    for i in range(SPENT):
+        builder.fail(f"r{i}")
+        with pytest.raises(InjectedFault):
+            builder(f"r{i}", "x", False)
+
+
+@pytest.mark.parametrize("spend", ["put rules", "outages", "build failures"])
+def test_spent_faults_cost_later_calls_nothing(spend: str) -> None:
+    """A long run's used-up faults are dropped: before, every put, get and build scanned
+    all faults ever armed, and a world repeated 5,000 times took 470 s (R24's repeat)."""
+    fresh, spent = FaultyConnector(MemoryConnector()), FaultyConnector(MemoryConnector())
+    fresh_builder, spent_builder = GatedBuilder(), GatedBuilder()
+    if spend == "put rules":
+        _spend_put_rules(spent)
+    elif spend == "outages":
+        _spend_outages(spent)
+        fresh.timed.use_clock(spent.timed.clock, spent.timed.sleep)
+        fresh.timed.outage("put", "gone", 1.0)  # so its calls consult the windows too
+    else:
+        _spend_build_failures(spent_builder)
+
+    def calls(faulty: FaultyConnector, builder: GatedBuilder) -> Callable[[], None]:
+        def work() -> None:
+            for i in range(500):
+                faulty.put(f"x_0_{i}", {})
+                faulty.get(f"x_0_{i}")
+                builder("x", i, False)
+
+        return work
+
+    ratio = _best_of(5, calls(spent, spent_builder)) / _best_of(5, calls(fresh, fresh_builder))
+    assert ratio < 5, f"{spend}: calls after {SPENT} spent faults took {ratio:.1f}x as long"
 
 
 # ------------------------------------------------------------------- gates

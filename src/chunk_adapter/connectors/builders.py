@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import InjectedFault
+from ..errors import InjectedFault, InvalidValue
 from ..history import BuildCall, History
 from .fatal import check_raises, injected
 from .gates import Gate, GateSet
@@ -81,6 +81,8 @@ class GatedBuilder:
         """Make the next *times* matching builds raise ``InjectedFault``, or what *raises*
         names (:data:`~.fatal.RAISES`: a ``SystemExit``..., for R30)."""
         check_raises(raises)
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise InvalidValue(f"fail(): times counts builds from 1, got times={times!r}")
         with self._lock:
             self._failures.append([_build_match(request_id, predicate), times, raises])
 
@@ -92,8 +94,10 @@ class GatedBuilder:
         with self._lock:
             self.calls += 1
             for entry in self._failures:
-                if entry[1] > 0 and entry[0](request_id, snapshot, is_final):
+                if entry[0](request_id, snapshot, is_final):
                     entry[1] -= 1
+                    if entry[1] == 0:  # used up: later builds need not ask it
+                        self._failures.remove(entry)
                     return entry
             return None
 

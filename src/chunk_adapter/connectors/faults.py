@@ -75,6 +75,15 @@ def _check_rate(name: str, rate: float) -> float:
     return rate
 
 
+def _bucket(rule: FaultRule) -> tuple[str, ...]:
+    """Where :class:`FaultyConnector` files *rule*: under its key, its stream, or its op."""
+    if rule.key is not None:
+        return (rule.op, rule.key)
+    if rule.stream is not None:
+        return (rule.op, "", rule.stream)
+    return (rule.op,)
+
+
 class FaultyConnector(ConnectorWrapper):
     """Wraps any connector and makes chosen calls raise ``InjectedFault``."""
 
@@ -98,12 +107,16 @@ class FaultyConnector(ConnectorWrapper):
                 "pass seed=<int> along with put_rate/get_rate"
             )
         self.seed = seed
-        # Guards _rules, _seen, _random and injected: every call consults them.
+        # Guards _live, _added, _random and injected: every call consults them.
         # Never held while calling the inner connector; nobody waits on it.
         self._lock = threading.Lock()
         self._random = random.Random(seed)
-        self._rules: list[FaultRule] = []
-        self._seen: list[int] = []  # matching calls seen so far, per rule
+        # The rules that can still fail a call, by what they match: (op, key), (op,
+        # stream) or op alone (any key). Each entry is [order added, rule, matching calls
+        # seen]; a rule is dropped once its last failing call is seen, so a long run
+        # (a world repeated a thousand times) scans only its live rules per call.
+        self._live: dict[tuple[str, ...], list[list[Any]]] = {}
+        self._added = 0
         self.injected: dict[str, int] = {"put": 0, "get": 0}
         self.timed = TimedFaults()
         """Outages and slow calls (:mod:`.timed`); real time unless given another clock."""
@@ -112,8 +125,8 @@ class FaultyConnector(ConnectorWrapper):
 
     def add_rule(self, rule: FaultRule) -> None:
         with self._lock:
-            self._rules.append(rule)
-            self._seen.append(0)
+            self._live.setdefault(_bucket(rule), []).append([self._added, rule, 0])
+            self._added += 1
 
     def fail_next(
         self,
@@ -147,13 +160,18 @@ class FaultyConnector(ConnectorWrapper):
         with self._lock:
             fail = False
             raises: str | None = None
-            for i, rule in enumerate(self._rules):
+            buckets = [(op, key), (op, "", key.rsplit("_", 1)[0]), (op,)]
+            entries = [e for b in buckets for e in self._live.get(b, ())]
+            for entry in sorted(entries, key=lambda e: e[0]) if len(entries) > 1 else entries:
+                rule = entry[1]
                 if not rule.matches(op, key):
                     continue
-                self._seen[i] += 1
-                if rule.nth <= self._seen[i] < rule.nth + rule.times:
+                entry[2] += 1
+                if rule.nth <= entry[2] < rule.nth + rule.times:
                     fail = True
                     raises = raises or rule.raises
+                if entry[2] >= rule.nth + rule.times - 1:  # no call fails by it again
+                    self._live[_bucket(rule)].remove(entry)
             rate = self._rates[op]
             if not fail and rate and self._random.random() < rate:
                 fail = True

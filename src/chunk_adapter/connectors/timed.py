@@ -71,11 +71,14 @@ class TimedFaults:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.clock, self.sleep = clock, sleep
-        # Guards _windows and _slow: every call consults them. Never held while
-        # sleeping or calling the wrapped connector; nobody waits on it.
+        # Guards _windows, _slow and _last_end: every call consults them. Never held
+        # while sleeping or calling the wrapped connector; nobody waits on it.
         self._lock = threading.Lock()
+        # Outages not over yet and slow entries not used up: each call drops the spent
+        # ones, so a long run (a world repeated a thousand times) scans only live ones.
         self._windows: list[_Window] = []
         self._slow: list[_Slow] = []
+        self._last_end = float("-inf")  # when the last outage ever begun ends
         self._busy_until = float("-inf")  # when the slow calls begun so far end
         self._latency = 0.0
         self._seed = 0
@@ -100,6 +103,7 @@ class TimedFaults:
         start = self.clock()
         with self._lock:
             self._windows.append(_Window(op, key, start, start + seconds))
+            self._last_end = max(self._last_end, start + seconds)
         return start + seconds
 
     def slow(self, op: str, key: str | None, seconds: float, times: int = 1) -> None:
@@ -115,7 +119,7 @@ class TimedFaults:
         """When the last outage, or the last slow call begun so far, ends (the clock's
         time; ``-inf`` with none)."""
         with self._lock:
-            return max([self._busy_until, *(w.end for w in self._windows)])
+            return max(self._busy_until, self._last_end)
 
     def _jitter(self, op: str, key: str) -> float:
         """A number in [0, 1) for the *n*-th *op* call on *key* (under the lock)."""
@@ -131,9 +135,11 @@ class TimedFaults:
                 return False
             delay = self._jitter(op, key) * self._latency if self._latency else 0.0
             for slow in self._slow:
-                if slow.times > 0 and slow.op == op and hits(slow.key, key):
+                if slow.op == op and hits(slow.key, key):
                     slow.times -= 1
                     delay += slow.seconds
+                    if slow.times == 0:
+                        self._slow.remove(slow)
                     break
             if delay > 0:
                 self._busy_until = max(self._busy_until, self.clock() + delay)
@@ -141,6 +147,8 @@ class TimedFaults:
             self.sleep(delay)
         now = self.clock()
         with self._lock:
+            if any(w.end <= now for w in self._windows):  # over: no later call meets them
+                self._windows = [w for w in self._windows if w.end > now]
             return any(
                 w.op == op and hits(w.key, key) and w.start <= now < w.end for w in self._windows
             )
