@@ -24,6 +24,7 @@ __all__ = [
     "stop_joins_each_thread",
     "stop_joins_forever",
     "stop_without_notify",
+    "waits_for_room",
 ]
 
 
@@ -180,6 +181,19 @@ class BuildsInSaveAsync(ChunkAdapter):
         super().save_async(request_id, obj, is_final)
 
 
+class WaitsForRoom(ChunkAdapter):
+    """save_async waits while 256 chunks wait to be sent: a bounded queue whose producer
+    blocks, so the scheduler waits for a held build once the backlog fills it (R3)."""
+
+    ROOM = 256
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        with self._send_cond:
+            while len(self._fifo) >= self.ROOM and not self._stop.is_set():
+                self._send_cond.wait(0.05)  # BUG: the scheduler waits for room
+        super().save_async(request_id, obj, is_final)
+
+
 class PutsAfterStop(ChunkAdapter):
     """The SAVE thread puts without checking for stop(): a build that returns after
     stop() still reaches the connector (R18)."""
@@ -243,3 +257,7 @@ def miscounts_drops(connector: Any, **kwargs: Any) -> ChunkAdapter:
 
 def head_of_line_recv(connector: Any, **kwargs: Any) -> ChunkAdapter:
     return HeadOfLineRecv(connector, **kwargs)
+
+
+def waits_for_room(connector: Any, **kwargs: Any) -> ChunkAdapter:
+    return WaitsForRoom(connector, **kwargs)

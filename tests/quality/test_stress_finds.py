@@ -22,6 +22,8 @@ from chunk_adapter.stress import (
     prompt_stop,
     put_faults,
 )
+from chunk_adapter.stress.report import DEFAULT_SEED
+from chunk_adapter.stress.suite import scenarios
 from tests.quality import broken_stress as broken
 
 
@@ -129,3 +131,25 @@ def test_finds_a_scheduler_call_that_waits_for_a_blocked_build() -> None:
     )
     _found(report, "R3", "watchdog had to open the gate")
     _found(report, "R3", "save_async('blk0-build')")
+
+
+def _suite_run(name: str) -> Any:
+    """The stress stage's own run called *name* (its parameters as verify runs it)."""
+    return next(run for label, _rules, run in scenarios(DEFAULT_SEED) if label == name)
+
+
+@pytest.mark.rule("R3")
+def test_a_deep_backlog_finds_a_save_async_that_waits_for_room_in_a_bounded_queue() -> None:
+    """A queue bounded at 256 whose producer waits: 40 calls an episode never fill it, the
+    deep backlog's 1,000 do, and the watchdog turns the wait into a finding."""
+    shallow = blocked_work(broken.waits_for_room, seed=DEFAULT_SEED, episode_limit=1.0)
+    assert shallow.ok, shallow.describe()  # why the deep backlog is a run of its own
+    report = _suite_run("blocked work, deep backlog")(broken.waits_for_room)
+    _found(report, "R3", "watchdog had to open the gate")
+
+
+@pytest.mark.rule("R3")
+def test_control_the_reference_keeps_a_deep_backlog_without_waiting() -> None:
+    report = _suite_run("blocked work, deep backlog")(ChunkAdapter)
+    assert report.ok, report.describe()
+    assert report.measurements["calls_while_blocked"] >= 1000, report.describe()

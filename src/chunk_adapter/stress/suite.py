@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..factory import AdapterFactory
-from ..rules import R3, R6, R7, R8, R9, R10, R11, R13, R14, R17, R18, R22
+from ..rules import R3, R6, R7, R8, R9, R10, R11, R13, R14, R17, R18, R22, R23
 from .blocked import blocked_work
 from .pacing import head_of_line, idle_polling
 from .report import StressReport
@@ -101,6 +101,18 @@ def scenarios(seed: int, *, quick: bool = False) -> list[tuple[str, tuple[str, .
     ]
     if not quick:
         runs += [
+            (
+                # The same episodes with a backlog of its own size: 1,000 calls while one
+                # build is held, so a queue bounded anywhere below that (a save_async that
+                # waits for room, or drops) shows; 40 calls an episode do not fill one of 256.
+                "blocked work, deep backlog",
+                (R3, R11, R23),
+                Scenario(
+                    blocked_work,
+                    {**streams, "requests": 300, "episodes": 1, "calls_while_blocked": 1000},
+                    2.0,
+                ),
+            ),
             (
                 "put failures, shaken",
                 (R9, R10, R11, R22),
