@@ -28,7 +28,12 @@ from chunk_adapter.explore import (
 )
 from chunk_adapter.explore.engine.execution import Setup, run_once
 from chunk_adapter.explore.scenarios.worlds import schedules_for_worlds, worlds
-from chunk_adapter.explore.strategies.schedule import decode, encode, with_race_points
+from chunk_adapter.explore.strategies.schedule import (
+    decode,
+    encode,
+    with_effect_points,
+    with_race_points,
+)
 from chunk_adapter.factory import reference_factory
 from tests.quality import broken_explore
 
@@ -129,6 +134,11 @@ def test_schedule_strings_round_trip(decisions: list[tuple[str, int]]) -> None:
     marked = encode(decisions, races=True)
     assert decode(marked) == decisions
     assert marked.startswith(f"1r:{len(decisions)}:") and with_race_points(marked)
+    assert not with_effect_points(marked)
+    effects = encode(decisions, effects=True)
+    assert decode(effects) == decisions
+    assert effects.startswith(f"1e:{len(decisions)}:") and with_effect_points(effects)
+    assert not with_race_points(effects) and not with_effect_points(text)
 
 
 def test_schedule_strings_are_short() -> None:
@@ -157,14 +167,14 @@ def test_a_schedule_for_another_scenario_is_reported_as_diverged() -> None:
     assert "changed since the schedule was recorded" in other.failures[0].message
 
 
-@pytest.mark.parametrize("kind", ["drawn", "pct", "random", "sections"])
+@pytest.mark.parametrize("kind", ["drawn", "pct", "random", "sections", "effects"])
 @settings(max_examples=4, derandomize=True, deadline=None, database=None)
 @given(world=worlds(), data=st.data())
 def test_every_schedule_the_simulate_stage_draws_replays_step_for_step(
     kind: str, world: Any, data: st.DataObject
 ) -> None:
     """Every kind of schedule the ``simulate`` stage draws for a generated world (drawn
-    preemptions, PCT, uniform random, sections), run as the stage runs it
+    preemptions, PCT, uniform random, sections, effects), run as the stage runs it
     (:func:`~chunk_adapter.explore.engine.simulate.strategy_for`), replays step for step,
     on an adapter with unlocked state another thread writes under a lock (race points:
     ``TwoSaveThreads``'s second SAVE thread) and on the reference: the stage confirms a

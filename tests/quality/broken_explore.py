@@ -16,6 +16,7 @@ __all__ = [
     "LostWakeup",
     "NoTokenCheck",
     "SplitPoll",
+    "StopSkipsSaveJoin",
     "TwoSaveThreads",
     "WaitNotInLoop",
 ]
@@ -98,6 +99,21 @@ class TwoSaveThreads(ChunkAdapter):
         super().__init__(connector, **kwargs)
         # BUG: two consumers of one FIFO: chunks of a request race to the connector.
         self._threads.append(self.runtime.start_thread(self._save_loop, SAVE_THREAD + "-2"))
+
+
+class StopSkipsSaveJoin(ChunkAdapter):
+    """``stop()`` joins the RECV thread only ("the SAVE thread checks the stop flag before
+    it takes the next chunk anyway"): a chunk it took before the flag was set is still put,
+    after ``stop()`` returned (R18). Found by holding the SAVE thread just before that
+    put while the scheduler calls ``stop()`` (:mod:`chunk_adapter.explore.strategies.effects`)."""
+
+    def stop(self, drain_timeout: float = 0.0) -> None:
+        threads = self._threads
+        self._threads = [t for t in threads if t.name != SAVE_THREAD]  # BUG (R18)
+        try:
+            super().stop(drain_timeout)
+        finally:
+            self._threads = threads
 
 
 BROKEN: dict[str, type[ChunkAdapter]] = {

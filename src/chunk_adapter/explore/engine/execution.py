@@ -272,7 +272,7 @@ def run_once(
         forget_executor_threads(ctl)
     execution = Execution(
         scenario=scenario,
-        schedule=encode(ctl.decisions, races=ctl.races),
+        schedule=encode(ctl.decisions, races=ctl.races, effects=ctl.effects),
         task_names=[f"{t.role}:{t.name}" if t.role else t.name for t in ctl.tasks],
         trace=ctl.trace,
         steps=ctl.steps,

@@ -51,6 +51,7 @@ from ..scenarios.scenario import Scenario
 from ..scenarios.worlds import schedules_for_worlds, worlds
 from ..strategies import (
     DrawnStrategy,
+    EffectStrategy,
     PctStrategy,
     RandomStrategy,
     ReplayStrategy,
@@ -181,9 +182,10 @@ def seeded_runs(world: Scenario) -> int:
     return max(low, min(high, 32 // max(1, scheduler_ops(world))))
 
 
-SEEDED: dict[str, type[RandomStrategy] | type[SectionStrategy]] = {
+SEEDED: dict[str, type[RandomStrategy] | type[SectionStrategy] | type[EffectStrategy]] = {
     "random": RandomStrategy,
     "sections": SectionStrategy,
+    "effects": EffectStrategy,
 }
 """The seeded picks whose *k*-th execution can be run alone (``(kind, seed, (k,))``)."""
 

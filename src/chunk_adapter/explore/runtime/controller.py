@@ -85,6 +85,10 @@ class Scheduler(Protocol):
     """The controller sets :attr:`gap` before each :meth:`next_task`."""
     gap: bool
     """The running task is about to take again a lock it released a few switch points ago."""
+    watches_effects: bool
+    """The controller sets :attr:`effect` before each :meth:`next_task`."""
+    effect: bool
+    """The running task is not the scheduler's and is about to put, get or build."""
     observes: bool
     """The controller tracks footprints and calls :meth:`observe` and :meth:`waiting` (DPOR)."""
 
@@ -208,6 +212,9 @@ class Controller:
         # The scheduler wants to know when the running task is between two critical
         # sections of one lock (strategies.sections): a gap it may preempt at.
         self._sections = scheduler.watches_sections
+        # The scheduler wants to know when an adapter thread is about to put, get or
+        # build (strategies.effects): a thread it may hold there while the scheduler calls.
+        self.effects = scheduler.watches_effects
         self.touch: Callable[[object, str], None] = (
             no_touch if self.tracker is None else self.tracker.touch
         )
@@ -378,6 +385,16 @@ class Controller:
         task.points += 1
         self._reschedule(task)
 
+    def effect_point(self, label: str) -> None:
+        """:meth:`switch_point` just before a visible effect (a connector put or get, a
+        ``build_payload``): the same step, and a strategy that watches effects is told."""
+        task = self._by_key.get(self._key()) or self.me()  # me(), inlined: a task is truthy
+        task.effect = True
+        try:
+            self.switch_point_of(task, label)
+        finally:
+            task.effect = False
+
     def block(self, label: str, deadline: float | None, *, own: bool = False) -> str:
         """Block the running task until :meth:`wake` (or *deadline*); return the wake reason.
         *own*: the suite's wait, not the code under test's (no creeping-deadline check)."""
@@ -517,8 +534,11 @@ class Controller:
         )
 
     def _time_may_pass(self, me: Task) -> bool:
-        """Whether :data:`TIME_PASSES` is offered now (:attr:`early_timers`)."""
-        if not self.early_timers or not self._at_gap(me):
+        """Whether :data:`TIME_PASSES` is offered now (:attr:`early_timers`): at a section
+        gap, or at an adapter thread's effect point for a strategy that watches those."""
+        if not self.early_timers:
+            return False
+        if not self._at_gap(me) and not (self.effects and me.effect and not me.main):
             return False
         due = self.now + self.early_timers
         return any(
@@ -582,6 +602,9 @@ class Controller:
                 current = None
         if self._sections:
             self.scheduler.gap = current is not None and self._at_gap(self.tasks[current])
+        if self.effects:
+            running = self.tasks[current] if current is not None else None
+            self.scheduler.effect = running is not None and running.effect and not running.main
         tids = [t.tid for t in offered]
         if current is not None and may_pass:
             tids.append(TIME_PASSES)

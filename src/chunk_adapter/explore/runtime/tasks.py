@@ -127,6 +127,9 @@ class Task:
     creeping: int = 0
     main: bool = False
     """The scheduler's task (the one that runs the script)."""
+    effect: bool = False
+    """At a switch point just before a put, a get or a build (:meth:`.Controller.effect_point`):
+    :mod:`.strategies.effects` may hold the task there."""
     holding: list[Any] = field(default_factory=list)
     """The controlled locks this task owns now, oldest first (:mod:`.held`)."""
     race: bool = False

@@ -69,7 +69,7 @@ class ExplorerConnector(ConnectorWrapper):
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         ctl = self._ctl
-        ctl.switch_point(f"put {key} {_short(value)}")
+        ctl.effect_point(f"put {key} {_short(value)}")
         ctl.progress += 1
         if ctl.tracking:
             self._touch(key, "w", "put")
@@ -85,7 +85,7 @@ class ExplorerConnector(ConnectorWrapper):
 
     def get(self, key: str) -> dict[str, Any] | None:
         ctl = self._ctl
-        ctl.switch_point(f"get {key}")
+        ctl.effect_point(f"get {key}")
         if ctl.tracking:
             self._touch(key, self._get_mode, "get")
         try:
@@ -112,7 +112,7 @@ class ExplorerBuilder:
 
     def __call__(self, request_id: str, snapshot: Any, is_final: bool) -> Any:
         ctl = self._ctl
-        ctl.switch_point(f"build_payload({request_id!r}, {_short(snapshot, 30)}, {is_final})")
+        ctl.effect_point(f"build_payload({request_id!r}, {_short(snapshot, 30)}, {is_final})")
         ctl.progress += 1
         if ctl.tracking:
             for recorded in hist(request_id, SEND):

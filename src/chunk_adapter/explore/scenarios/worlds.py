@@ -481,16 +481,20 @@ def _numbered(ops: list[Op]) -> list[Op]:
 def schedules_for_worlds() -> st.SearchStrategy[tuple[str, int, tuple[int, ...]]]:
     """How a world's interleavings are chosen: ``("drawn", 0, choices)`` — a few sparse
     preemptions that shrink (:class:`~.strategies.DrawnStrategy`) — or ``("pct", seed,
-    ())``, ``("random", seed, ())`` and ``("sections", seed, ())``: a few PCT (depth 3),
-    uniform random or atomicity-directed (:class:`~.strategies.SectionStrategy`: a
-    preemption between two critical sections of one lock) schedules from that seed, the
-    first that fails counting (:mod:`.simulate`)."""
+    ())``, ``("random", seed, ())``, ``("sections", seed, ())`` and ``("effects", seed,
+    ())``: a few PCT (depth 3), uniform random, atomicity-directed
+    (:class:`~.strategies.SectionStrategy`: a preemption between two critical sections of
+    one lock) or effect-delaying (:class:`~.strategies.EffectStrategy`: an adapter thread
+    held just before a put, get or build while the scheduler calls) schedules from that
+    seed, the first that fails counting (:mod:`.simulate`)."""
     from .generate import schedules
 
     drawn = schedules(max_choices=400, max_pick=4, max_preemptions=8).map(
         lambda c: ("drawn", 0, tuple(c))
     )
     seeded = st.tuples(
-        st.sampled_from(("random", "pct", "sections")), st.integers(0, 2**32 - 1), st.just(())
+        st.sampled_from(("random", "pct", "sections", "effects")),
+        st.integers(0, 2**32 - 1),
+        st.just(()),
     )
     return st.one_of(drawn, seeded)

@@ -4,6 +4,7 @@ from .base import Strategy
 from .dfs import DfsStrategy
 from .dpor import DporStrategy, ProofStrategy
 from .drawn import DrawnStrategy
+from .effects import EffectStrategy
 from .pct import PctStrategy
 from .replay import ReplayStrategy, ScheduleDiverged
 from .sections import SectionStrategy
@@ -13,6 +14,7 @@ __all__ = [
     "DfsStrategy",
     "DporStrategy",
     "DrawnStrategy",
+    "EffectStrategy",
     "PctStrategy",
     "ProofStrategy",
     "RandomStrategy",

@@ -28,6 +28,10 @@ class Strategy:
     gap = False
     """The running thread is about to take again a lock it released a few switch points
     ago (between two critical sections of one lock: :mod:`.sections`)."""
+    watches_effects = False
+    """``True``: the controller sets :attr:`effect` before each :meth:`next_task`."""
+    effect = False
+    """The running task is an adapter thread about to put, get or build (:mod:`.effects`)."""
     observes = False
     """``True``: the controller tracks what each step touches (its footprint) and calls
     :meth:`observe` and :meth:`waiting` (:mod:`.dpor`); ``False``: it never calls them."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import OneExecution
-from .schedule import Decision, decode, with_race_points
+from .schedule import Decision, decode, with_effect_points, with_race_points
 
 __all__ = ["ReplayStrategy", "ScheduleDiverged"]
 
@@ -27,6 +27,8 @@ class ReplayStrategy(OneExecution):
         # recorded with race points as switch points (a sections strategy): the replay's
         # controller makes them switch points too, so each decision lands on its step
         self.watches_sections = with_race_points(schedule)
+        # recorded where time may pass at an effect point (an effects strategy): the same
+        self.watches_effects = with_effect_points(schedule)
 
     def _next(self, kind: str) -> int | None:
         if self._pos >= len(self.decisions):

@@ -9,6 +9,7 @@ Encoding (version 1)::
 
     1:<decisions>:<body>
     1r:<decisions>:<body>
+    1e:<decisions>:<body>
 
 ``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...
 ``z`` = 25; a thread from 26 on as ``{<id>}``) followed by a repeat count when
@@ -17,7 +18,9 @@ it repeats (``a12`` = twelve times thread 0), and a random number as
 is caught. Example: ``1:17:a9cb2a5``. ``1r`` marks a schedule recorded with race points
 as switch points (:attr:`~..runtime.controller.Controller.races`: a strategy that watches
 critical sections); a replay of it must make them switch points too, or every decision
-after the first of them lands on another step (:func:`with_race_points`).
+after the first of them lands on another step (:func:`with_race_points`). ``1e`` marks one
+recorded where time may pass at an adapter thread's put, get or build (an effect-delaying
+strategy, :mod:`.effects`): a replay offers it there too (:func:`with_effect_points`).
 """
 
 from __future__ import annotations
@@ -26,19 +29,21 @@ import re
 
 from ...errors import InvalidValue
 
-__all__ = ["Decision", "decode", "encode", "with_race_points"]
+__all__ = ["Decision", "decode", "encode", "with_effect_points", "with_race_points"]
 
 Decision = tuple[str, int]  # ("t", thread id) or ("r", random value)
 
 _VERSION = "1"
 _RACES = "r"  # the version's mark for a schedule recorded with race points
+_EFFECTS = "e"  # the version's mark for one recorded with effect points
 _LETTERS = 26
-_HEADERS = (_VERSION, _VERSION + _RACES)
+_HEADERS = (_VERSION, _VERSION + _RACES, _VERSION + _EFFECTS)
 _TOKEN = re.compile(r"([a-z]|\{\d+\})(\d*)|~([0-9a-f]+)\.")
 
 
-def encode(decisions: list[Decision], *, races: bool = False) -> str:
-    """The string form of *decisions* (see module doc); *races*: recorded with race points."""
+def encode(decisions: list[Decision], *, races: bool = False, effects: bool = False) -> str:
+    """The string form of *decisions* (see module doc); *races*: recorded with race points;
+    *effects*: with effect points (never both: one strategy watches one of them)."""
     parts: list[str] = []
     i = 0
     while i < len(decisions):
@@ -55,7 +60,7 @@ def encode(decisions: list[Decision], *, races: bool = False) -> str:
         name = chr(ord("a") + value) if value < _LETTERS else f"{{{value}}}"
         parts.append(name + (str(run) if run > 1 else ""))
         i += run
-    version = _VERSION + (_RACES if races else "")
+    version = _VERSION + (_RACES if races else _EFFECTS if effects else "")
     return f"{version}:{len(decisions)}:{''.join(parts)}"
 
 
@@ -63,6 +68,12 @@ def with_race_points(text: str) -> bool:
     """Whether the schedule string *text* was recorded with race points as switch points
     (its version field is ``1r``)."""
     return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + _RACES
+
+
+def with_effect_points(text: str) -> bool:
+    """Whether the schedule string *text* was recorded where time may pass at an adapter
+    thread's put, get or build (its version field is ``1e``)."""
+    return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + _EFFECTS
 
 
 def decode(text: str) -> list[Decision]:
