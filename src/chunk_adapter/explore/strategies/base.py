@@ -10,12 +10,13 @@ step touched; the others keep their no-op defaults and the controller tracks not
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Any
 
 from ..runtime.footprint import Footprint
 
-__all__ = ["OneExecution", "Strategy", "ordered"]
+__all__ = ["OneExecution", "SeededExecutions", "Strategy", "ordered"]
 
 
 class Strategy:
@@ -79,6 +80,37 @@ class OneExecution(Strategy):
         self._started = True
         self._pos = 0
         return True
+
+
+class SeededExecutions(Strategy):
+    """``executions`` executions, execution *i* drawing from ``random.Random(seed *
+    1_000_003 + i)``: each is reproducible from its own seed, and its replay string
+    reproduces it without the seed. Subclasses reset their own per-execution state in
+    :meth:`_begin` and pick with ``self._rng``."""
+
+    def __init__(self, seed: int = 0, executions: int = 100) -> None:
+        self.seed = seed
+        self.executions = executions
+        self.done = 0
+        self._rng = random.Random(seed)
+        self._begin()
+
+    def _begin(self) -> None:
+        """Reset what one execution keeps (called before each)."""
+
+    def start_execution(self) -> bool:
+        if self.done >= self.executions:
+            return False
+        self._rng = random.Random(self.seed * 1_000_003 + self.done)
+        self._begin()
+        self.done += 1
+        return True
+
+    def next_u64(self) -> int:
+        return self._rng.getrandbits(64)
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}(seed={self.seed}, executions={self.executions})"
 
 
 def ordered(runnable: Sequence[int], current: int | None) -> list[int]:

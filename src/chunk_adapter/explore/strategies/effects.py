@@ -32,11 +32,10 @@ no switch point.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 
 from ..runtime.tasks import TIME_PASSES
-from .base import Strategy
+from .base import SeededExecutions
 
 __all__ = ["LONGEST", "EffectStrategy"]
 
@@ -46,25 +45,13 @@ SCHEDULER = 0
 """The scheduler's task id: the controller starts it first."""
 
 
-class EffectStrategy(Strategy):
+class EffectStrategy(SeededExecutions):
     """Holds adapter threads just before their puts, gets and builds (module doc)."""
 
     watches_effects = True
 
-    def __init__(self, seed: int = 0, executions: int = 100) -> None:
-        self.seed = seed
-        self.executions = executions
-        self.done = 0
-        self._rng = random.Random(seed)
+    def _begin(self) -> None:
         self._held: dict[int, int] = {}  # task id -> choices left, in the order held
-
-    def start_execution(self) -> bool:
-        if self.done >= self.executions:
-            return False
-        self._rng = random.Random(self.seed * 1_000_003 + self.done)
-        self._held = {}
-        self.done += 1
-        return True
 
     def _stretch(self) -> int:
         return int(math.exp(self._rng.uniform(0.0, math.log(LONGEST))))
@@ -100,9 +87,3 @@ class EffectStrategy(Strategy):
         if SCHEDULER in free and rng.random() < 0.75:
             return SCHEDULER
         return rng.choice(free)
-
-    def next_u64(self) -> int:
-        return self._rng.getrandbits(64)
-
-    def describe(self) -> str:
-        return f"EffectStrategy(seed={self.seed}, executions={self.executions})"

@@ -26,11 +26,10 @@ its own, and its replay string reproduces it without the seed.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 
 from ..runtime.tasks import TIME_PASSES
-from .base import Strategy
+from .base import SeededExecutions
 
 __all__ = ["SectionStrategy"]
 
@@ -38,26 +37,14 @@ STRETCH = (1, 40)
 """How many switch points the thread switched to keeps running (uniform, inclusive)."""
 
 
-class SectionStrategy(Strategy):
+class SectionStrategy(SeededExecutions):
     """Preempts between two critical sections of one lock (module doc)."""
 
     watches_sections = True
 
-    def __init__(self, seed: int = 0, executions: int = 100) -> None:
-        self.seed = seed
-        self.executions = executions
-        self.done = 0
-        self._rng = random.Random(seed)
+    def _begin(self) -> None:
         self._stick: int | None = None
         self._left = 0
-
-    def start_execution(self) -> bool:
-        if self.done >= self.executions:
-            return False
-        self._rng = random.Random(self.seed * 1_000_003 + self.done)
-        self._stick, self._left = None, 0
-        self.done += 1
-        return True
 
     def next_task(self, runnable: Sequence[int], current: int | None) -> int:
         rng = self._rng
@@ -77,9 +64,3 @@ class SectionStrategy(Strategy):
         if others and rng.random() < 0.05:
             return rng.choice(others)
         return current
-
-    def next_u64(self) -> int:
-        return self._rng.getrandbits(64)
-
-    def describe(self) -> str:
-        return f"SectionStrategy(seed={self.seed}, executions={self.executions})"
