@@ -27,7 +27,9 @@ from chunk_adapter.connectors import (
 )
 from chunk_adapter.connectors.base import Subscriptions
 from chunk_adapter.connectors.fatal import raised_kind
+from chunk_adapter.connectors.timed import TimedFaults
 from chunk_adapter.errors import InjectedFault, InvalidValue
+from chunk_adapter.explore.scenarios.scenario import fail_build, fail_put, slow
 from chunk_adapter.history import BuildCall, ConnectorOp, History
 from tests.unit._wait import wait_until
 
@@ -304,6 +306,56 @@ def test_spent_faults_cost_later_calls_nothing(spend: str) -> None:
 
     ratio = _best_of(5, calls(spent, spent_builder)) / _best_of(5, calls(fresh, fresh_builder))
     assert ratio < 5, f"{spend}: calls after {SPENT} spent faults took {ratio:.1f}x as long"
+
+
+def test_an_outage_is_judged_at_the_time_its_call_read() -> None:
+    """A call that read the time inside an outage fails, even when a later call dropped
+    that outage as over while the first was still on its way to look (a thread paused
+    between reading the clock and checking would otherwise pass a call that fell in it)."""
+    timed = TimedFaults()
+    reading = threading.Event()  # set by B's clock read; the test lets it return later
+    go_on = threading.Event()
+    late: threading.Thread | None = None  # thread A, below
+
+    def clock() -> float:
+        if threading.current_thread() is late:
+            return 70.0  # A: after the outage
+        if threading.current_thread().name == "B":
+            reading.set()
+            go_on.wait(5.0)
+            return 50.0  # B: inside it, read before A's
+        return 40.0  # the outage starts now
+
+    timed.use_clock(clock, lambda seconds: None)
+    timed.outage("put", "k", 20.0)  # [40, 60)
+    results: dict[str, bool] = {}
+    b = threading.Thread(target=lambda: results.update(B=timed.before("put", "k")), name="B")
+    b.start()
+    assert reading.wait(5.0)
+    a = threading.Thread(target=lambda: results.update(A=timed.before("put", "k")), name="A")
+    late = a
+    a.start()
+    a.join(0.5)  # room for A to drop the outage first, where nothing stops it
+    go_on.set()
+    a.join(5.0)
+    b.join(5.0)
+    assert results == {"A": False, "B": True}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: GatedBuilder().fail("r", times=0),
+        lambda: TimedFaults().slow("put", None, 1.0, times=0),
+        lambda: fail_build("r", times=0),
+        lambda: fail_put("k", times=-1),
+        lambda: slow("get", None, 1.0, times=1.5),
+    ],
+    ids=["builder", "timed slow", "fail_build op", "fail_put op", "slow op"],
+)
+def test_a_fault_counts_its_calls_from_one(make: Callable[[], object]) -> None:
+    with pytest.raises(InvalidValue, match="times"):
+        make()
 
 
 # ------------------------------------------------------------------- gates

@@ -138,15 +138,17 @@ class TimedFaults:
                 if slow.op == op and hits(slow.key, key):
                     slow.times -= 1
                     delay += slow.seconds
-                    if slow.times == 0:
+                    if slow.times <= 0:
                         self._slow.remove(slow)
                     break
             if delay > 0:
                 self._busy_until = max(self._busy_until, self.clock() + delay)
         if delay > 0:
             self.sleep(delay)
-        now = self.clock()
         with self._lock:
+            # the time read under the lock: a call that read it earlier and waited for the
+            # lock meanwhile must not find an outage dropped that was still on at its time
+            now = self.clock()
             if any(w.end <= now for w in self._windows):  # over: no later call meets them
                 self._windows = [w for w in self._windows if w.end > now]
             return any(

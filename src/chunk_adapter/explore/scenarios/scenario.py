@@ -133,6 +133,11 @@ class Op:
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise InvalidValue(f"unknown scenario op {self.kind!r}; use one of {_KINDS}")
+        if isinstance(self.times, bool) or not isinstance(self.times, int) or self.times < 1:
+            raise InvalidValue(
+                f"{self.kind}(): times counts calls from 1, got times={self.times!r}; pass "
+                "an int >= 1 (leave the op out for none)"
+            )
         if self.kind == "reject" and self.obj not in REJECTS.get(str(self.what), ()):
             raise InvalidValue(
                 f"reject() takes a call of {tuple(REJECTS)} and one of its wrong values, "

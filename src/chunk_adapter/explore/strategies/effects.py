@@ -18,7 +18,10 @@ alike:
   and runs the scheduler's task if it can run, else another;
 * a held thread is offered only when nothing else can run (then the one held first
   goes on), so a call that waits for it — a ``stop()`` joining it — still returns, and a
-  call that does not wait for it ends before it acts;
+  call that does not wait for it ends before it acts. One that ran because it was the
+  only thread that could (the controller does not ask then) stays held for the rest of
+  its stretch: at its next choice point, just after its effect, the others run again —
+  the window between an effect and the bookkeeping that follows it;
 * where the controller offers :data:`~chunk_adapter.explore.runtime.tasks.TIME_PASSES` at
   the effect point (generated worlds: ``Scenario.preempt``), a held thread with nothing
   else to run sleeps that little instead, so a scheduler asleep in its think time or a
