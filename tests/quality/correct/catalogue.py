@@ -39,4 +39,10 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.cow_state:make",
     "tests.quality.correct.batch_scan:make",
     "tests.quality.correct.ring_actor:make",
+    # a fifth hold-out set's designs: event-sourced (the scheduler only journals commands,
+    # the workers fold them); per-request actors on two SAVE workers; two RECV workers,
+    # each owning a lane of registrations
+    "tests.quality.correct.fifth_pkg.journal:make",
+    "tests.quality.correct.fifth_pkg.actor_pool:make",
+    "tests.quality.correct.fifth_pkg.rx_pool:make",
 )
