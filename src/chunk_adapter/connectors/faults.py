@@ -56,7 +56,7 @@ class FaultRule:
         return (
             op == self.op
             and (self.key is None or self.key == key)
-            and (self.stream is None or key.rsplit("_", 1)[0] == self.stream)
+            and (self.stream is None or _stream(key) == self.stream)
         )
 
     def __post_init__(self) -> None:
@@ -73,6 +73,11 @@ def _check_rate(name: str, rate: float) -> float:
     if not 0.0 <= rate <= 1.0:
         raise InvalidValue(f"{name} is a probability in [0, 1], got {name}={rate!r}")
     return rate
+
+
+def _stream(key: str) -> str:
+    """The stream a chunk key belongs to: the key without its chunk id (``"r_0"``)."""
+    return key.rsplit("_", 1)[0]
 
 
 def _bucket(rule: FaultRule) -> tuple[str, ...]:
@@ -160,9 +165,9 @@ class FaultyConnector(ConnectorWrapper):
         with self._lock:
             fail = False
             raises: str | None = None
-            buckets = [(op, key), (op, "", key.rsplit("_", 1)[0]), (op,)]
+            buckets = [(op, key), (op, "", _stream(key)), (op,)]
             entries = [e for b in buckets for e in self._live.get(b, ())]
-            for entry in sorted(entries, key=lambda e: e[0]) if len(entries) > 1 else entries:
+            for entry in sorted(entries, key=lambda e: e[0]):  # in the order added
                 rule = entry[1]
                 if not rule.matches(op, key):
                     continue
@@ -171,7 +176,10 @@ class FaultyConnector(ConnectorWrapper):
                     fail = True
                     raises = raises or rule.raises
                 if entry[2] >= rule.nth + rule.times - 1:  # no call fails by it again
-                    self._live[_bucket(rule)].remove(entry)
+                    bucket = _bucket(rule)
+                    self._live[bucket].remove(entry)
+                    if not self._live[bucket]:
+                        del self._live[bucket]
             rate = self._rates[op]
             if not fail and rate and self._random.random() < rate:
                 fail = True

@@ -387,9 +387,10 @@ class Controller:
 
     def effect_point(self, label: str) -> None:
         """:meth:`switch_point` just before a visible effect (a connector put or get, a
-        ``build_payload``): the same step, and a strategy that watches effects is told."""
+        ``build_payload``): the same step, and a strategy that watches effects is told
+        when the task is an adapter thread's (the scheduler's own calls are not held)."""
         task = self._by_key.get(self._key()) or self.me()  # me(), inlined: a task is truthy
-        task.effect = True
+        task.effect = not task.main
         try:
             self.switch_point_of(task, label)
         finally:
@@ -538,7 +539,7 @@ class Controller:
         gap, or at an adapter thread's effect point for a strategy that watches those."""
         if not self.early_timers:
             return False
-        if not self._at_gap(me) and not (self.effects and me.effect and not me.main):
+        if not self._at_gap(me) and not (self.effects and me.effect):
             return False
         due = self.now + self.early_timers
         return any(
@@ -603,8 +604,7 @@ class Controller:
         if self._sections:
             self.scheduler.gap = current is not None and self._at_gap(self.tasks[current])
         if self.effects:
-            running = self.tasks[current] if current is not None else None
-            self.scheduler.effect = running is not None and running.effect and not running.main
+            self.scheduler.effect = current is not None and self.tasks[current].effect
         tids = [t.tid for t in offered]
         if current is not None and may_pass:
             tids.append(TIME_PASSES)

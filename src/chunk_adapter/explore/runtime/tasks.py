@@ -128,8 +128,9 @@ class Task:
     main: bool = False
     """The scheduler's task (the one that runs the script)."""
     effect: bool = False
-    """At a switch point just before a put, a get or a build (:meth:`.Controller.effect_point`):
-    :mod:`.strategies.effects` may hold the task there."""
+    """An adapter thread at a switch point just before a put, a get or a build
+    (:meth:`.Controller.effect_point`; never the scheduler's task): :mod:`.strategies.effects`
+    may hold the task there."""
     holding: list[Any] = field(default_factory=list)
     """The controlled locks this task owns now, oldest first (:mod:`.held`)."""
     race: bool = False

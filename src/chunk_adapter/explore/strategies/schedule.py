@@ -64,16 +64,21 @@ def encode(decisions: list[Decision], *, races: bool = False, effects: bool = Fa
     return f"{version}:{len(decisions)}:{''.join(parts)}"
 
 
+def _marked(text: str, mark: str) -> bool:
+    """Whether the schedule string *text*'s version field is ``1`` with *mark*."""
+    return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + mark
+
+
 def with_race_points(text: str) -> bool:
     """Whether the schedule string *text* was recorded with race points as switch points
     (its version field is ``1r``)."""
-    return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + _RACES
+    return _marked(text, _RACES)
 
 
 def with_effect_points(text: str) -> bool:
     """Whether the schedule string *text* was recorded where time may pass at an adapter
     thread's put, get or build (its version field is ``1e``)."""
-    return isinstance(text, str) and text.strip().split(":", 1)[0] == _VERSION + _EFFECTS
+    return _marked(text, _EFFECTS)
 
 
 def decode(text: str) -> list[Decision]:
