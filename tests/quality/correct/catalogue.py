@@ -45,4 +45,9 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.fifth_pkg.journal:make",
     "tests.quality.correct.fifth_pkg.actor_pool:make",
     "tests.quality.correct.fifth_pkg.rx_pool:make",
+    # a sixth hold-out set's designs: the scheduler's calls posted to owner threads through
+    # SimpleQueues; state on striped locks; every receive round on its own threading.Timer
+    "tests.quality.correct.sixth_pkg.mailbox:make",
+    "tests.quality.correct.sixth_pkg.striped:make",
+    "tests.quality.correct.sixth_pkg.timer_rounds:make",
 )
