@@ -27,6 +27,7 @@ from chunk_adapter.explore import (
     replay,
 )
 from chunk_adapter.explore.engine.execution import Setup, run_once
+from chunk_adapter.explore.runtime.tasks import TIME_PASSES
 from chunk_adapter.explore.scenarios.worlds import schedules_for_worlds, worlds
 from chunk_adapter.explore.strategies.schedule import (
     decode,
@@ -122,6 +123,8 @@ def test_failure_reports_go_to_new_files(tmp_path: Path, monkeypatch: pytest.Mon
     st.lists(
         st.one_of(
             st.tuples(st.just("t"), st.integers(0, 25)),
+            st.tuples(st.just("t"), st.integers(26, 5_000)),  # a thread per timer round
+            st.tuples(st.just("t"), st.just(TIME_PASSES)),
             st.tuples(st.just("r"), st.integers(0, 2**64 - 1)),
         )
     )
@@ -143,6 +146,17 @@ def test_schedule_strings_round_trip(decisions: list[tuple[str, int]]) -> None:
 
 def test_schedule_strings_are_short() -> None:
     assert encode([("t", 0)] * 40 + [("t", 2)] * 3 + [("t", 0)]) == "1:44:a40c3a"
+
+
+def test_time_passing_is_never_read_as_a_thread() -> None:
+    """The thousandth thread (an adapter that starts one per ``threading.Timer`` round gets
+    there in a second of virtual time) and the choice that lets time pass are told apart:
+    ``TIME_PASSES`` was 999, so that thread's turns read as "time passes"."""
+    decisions = [("t", 999), ("t", TIME_PASSES), ("t", TIME_PASSES), ("t", 1000)]
+    text = encode(decisions)
+    assert text == "1:4:{999}_2{1000}"
+    assert decode(text) == decisions
+    assert TIME_PASSES > 10**9  # no execution starts that many threads
 
 
 @pytest.mark.parametrize(

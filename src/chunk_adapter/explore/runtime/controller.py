@@ -27,7 +27,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, cast
 
 from . import real
 from .carriers import make_carrier
@@ -68,6 +68,9 @@ __all__ = [
 _RUNNABLE = TaskState.RUNNABLE  # read at every step
 _BLOCKED = TaskState.BLOCKED
 _FINISHED = TaskState.FINISHED
+_PREEMPTED = cast(Task, object())
+"""What :meth:`Controller._choose` returns when the strategy chose :data:`TIME_PASSES`:
+the running task is off the CPU, and :meth:`Controller._pick` chooses again."""
 
 
 CHECKPOINT_EVERY = 5_000
@@ -171,7 +174,12 @@ class Controller:
         # The steps it notes (StepClock.tick does nothing on the others), read at every step.
         self._mark_every, self._timed_from = self._clock.every, self._clock.real_from
         self.handoffs = 0  # bumped whenever a task enters the controller (the watchdog's pulse)
-        self.tasks: list[Task] = []
+        self.tasks: list[Task] = []  # every task, by id
+        # The tasks not finished, in id order: what every step scans for who can run. An
+        # adapter that starts a thread per round (a threading.Timer chain) leaves thousands
+        # of finished tasks behind; scanning them all made each step cost O(every thread
+        # ever started). A finished task may linger here (a scan checks the state anyway).
+        self._live: list[Task] = []
         self.current: Task | None = None
         self.role = ""  # the pipeline member the scheduler builds or calls now (Task.role)
         self.calling = ""  # the kind of the script op the scheduler is in now ("" between)
@@ -296,6 +304,7 @@ class Controller:
         role = starter.role if starter is not None and starter.role else self.role
         task = Task(len(self.tasks), name, role, main=is_main)
         self.tasks.append(task)
+        self._live.append(task)
         self.touch(("task", task.tid), "w")
         body = functools.partial(self._body, task, target, is_main)
         self.carrier.spawn(self, task, body, thread)
@@ -314,6 +323,7 @@ class Controller:
                 target()
         except Aborted:
             task.state = TaskState.FINISHED
+            self._gone(task)
             return
         except BaseException as exc:
             # A fault injected as a SystemExit... (R30) ends an adapter thread as Python
@@ -326,12 +336,18 @@ class Controller:
             self.main_done = True
         self.touch(("task", task.tid), "w")
         task.state = TaskState.FINISHED
+        self._gone(task)
         for joiner in task.joiners:
             self.wake(joiner, "joined")
         task.joiners.clear()
         if not self._aborting:
             with contextlib.suppress(Aborted):  # the execution ended while it finished
                 self._reschedule(task)
+
+    def _gone(self, task: Task) -> None:
+        """*task* finished: no step scans it again."""
+        with contextlib.suppress(ValueError):  # taken out already (an abort races it)
+            self._live.remove(task)
 
     def is_task(self) -> bool:
         """Whether the caller is one of this execution's running tasks."""
@@ -470,29 +486,38 @@ class Controller:
     def _pick(self, me: Task) -> Task | None:
         """The task to run after this step (``None``: the execution is over). Counts the
         step, fires timeouts when nobody can run, and asks the strategy when there is a
-        choice (or at every step: ``every_step``)."""
-        if self._over:
-            return None
-        runnable = [t for t in self.tasks if t.state is _RUNNABLE]
-        if not runnable:
-            runnable = self._fire_timeouts()
-            if not runnable:
+        choice (or at every step: ``every_step``). A loop, not a recursion, around the
+        strategy's :data:`TIME_PASSES` (:meth:`_choose`): a thread held off the CPU while
+        short timers keep firing is preempted hundreds of times in a row, and each
+        preemption once cost two stack frames of the task that gave up the turn (a chain
+        of ``threading.Timer`` rounds hit Python's recursion limit there)."""
+        while True:
+            if self._over:
                 return None
-        steps = self.steps = self.steps + 1
-        if steps % self._mark_every == 0 or steps >= self._timed_from:
-            self._clock.tick(steps, self.now)
-        if steps > self.max_steps:
-            self._add_failure(self._clock.over_budget(self.now, self.main_done))
-            self._end()
-            return None
-        if self.checkpoint is not None and steps % CHECKPOINT_EVERY == 0 and self.checkpoint():
-            self._add_failure(Failure("too long", f"cut at {steps:,} switch points: {CUT_SHORT}"))
-            self._end()
-            return None
-        may_pass = self._time_may_pass(me)
-        if len(runnable) == 1 and not self.every_step and not may_pass:
-            return runnable[0]
-        return self._choose(me, runnable, may_pass)
+            runnable = [t for t in self._live if t.state is _RUNNABLE]
+            if not runnable:
+                runnable = self._fire_timeouts()
+                if not runnable:
+                    return None
+            steps = self.steps = self.steps + 1
+            if steps % self._mark_every == 0 or steps >= self._timed_from:
+                self._clock.tick(steps, self.now)
+            if steps > self.max_steps:
+                self._add_failure(self._clock.over_budget(self.now, self.main_done))
+                self._end()
+                return None
+            if self.checkpoint is not None and steps % CHECKPOINT_EVERY == 0 and self.checkpoint():
+                self._add_failure(
+                    Failure("too long", f"cut at {steps:,} switch points: {CUT_SHORT}")
+                )
+                self._end()
+                return None
+            may_pass = self._time_may_pass(me)
+            if len(runnable) == 1 and not self.every_step and not may_pass:
+                return runnable[0]
+            chosen = self._choose(me, runnable, may_pass)
+            if chosen is not _PREEMPTED:
+                return chosen
 
     def access(self, key: object, mode: str) -> None:
         """The running task read or wrote an attribute of the adapter (*key*, *mode* as
@@ -543,7 +568,7 @@ class Controller:
             return False
         due = self.now + self.early_timers
         return any(
-            t.state is _BLOCKED and t.deadline is not None and t.deadline <= due for t in self.tasks
+            t.state is _BLOCKED and t.deadline is not None and t.deadline <= due for t in self._live
         )
 
     def _fire_timeouts(self) -> list[Task]:
@@ -557,7 +582,7 @@ class Controller:
         first: Task | None = None
         first_due = 0.0
         timed = 0
-        for t in self.tasks:  # one pass, in id order: the lowest id wins a tie
+        for t in self._live:  # one pass, in id order: the lowest id wins a tie
             if t.state is _BLOCKED:
                 due = t.deadline
                 if due is not None:
@@ -565,7 +590,7 @@ class Controller:
                     if first is None or due < first_due:
                         first, first_due = t, float(due)
         if first is None:
-            stuck_ = [t for t in self.tasks if t.state is _BLOCKED]
+            stuck_ = [t for t in self._live if t.state is _BLOCKED]
             if self.main_done:  # an idle pool worker outlives the script: not a hang
                 stuck_ = [t for t in stuck_ if not idle_worker(t)]
             if stuck_:
@@ -576,7 +601,7 @@ class Controller:
             limit = first_due + self.slack
             group = [
                 t
-                for t in self.tasks
+                for t in self._live
                 if t.state is _BLOCKED and t.deadline is not None and float(t.deadline) <= limit
             ]
             self.now = max(self.now, *(float(t.deadline) for t in group if t.deadline is not None))
@@ -594,7 +619,8 @@ class Controller:
 
     def _choose(self, me: Task, runnable: list[Task], may_pass: bool) -> Task | None:
         """Ask the strategy which of *runnable* runs next (and record the decision);
-        *may_pass*: :data:`TIME_PASSES` is one of the choices (:meth:`_time_may_pass`)."""
+        *may_pass*: :data:`TIME_PASSES` is one of the choices (:meth:`_time_may_pass`),
+        and when the strategy takes it, :data:`_PREEMPTED` is returned."""
         current = me.tid if me.state is _RUNNABLE else None
         offered = runnable
         if self.tracker is not None:  # DPOR: not a task that would only block on a lock
@@ -630,7 +656,7 @@ class Controller:
             # the others run and the timers due meanwhile fire; who runs now is chosen again
             me.state, me.blocked_on = _BLOCKED, "preempted"
             me.deadline, me.wake_reason = self.now + self.early_timers, ""
-            return self._pick(me)
+            return _PREEMPTED  # _pick chooses again
         tasks = self.tasks
         chosen = tasks[tid] if 0 <= tid < len(tasks) else None
         if chosen is None or chosen.state is not _RUNNABLE:

@@ -59,11 +59,13 @@ that still make one operation split in two critical sections (a connector call a
 checks fit in between): :mod:`.strategies.sections` preempts in that gap."""
 
 
-TIME_PASSES = 999
+TIME_PASSES = 1 << 40
 """The choice a strategy may be offered besides the runnable tasks at a section gap
 (:attr:`Controller.early_timers`): the running task is preempted for that many virtual
-seconds (it sleeps; the timers due meanwhile fire). Never a task id (ids count up from 0
-per execution)."""
+seconds (it sleeps; the timers due meanwhile fire). Never a task id: ids count up from 0
+per execution, and no execution starts 2**40 threads (it was 999 once, which the
+thousandth thread of an adapter that starts one per ``threading.Timer`` round reached:
+that thread's turns read as "time passes"). Written ``_`` in a schedule string."""
 
 
 _cf_worker = concurrent.futures.thread._worker

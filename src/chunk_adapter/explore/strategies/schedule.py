@@ -12,9 +12,10 @@ Encoding (version 1)::
     1e:<decisions>:<body>
 
 ``body`` writes a thread choice as a letter (``a`` = thread 0, ``b`` = 1, ...
-``z`` = 25; a thread from 26 on as ``{<id>}``) followed by a repeat count when
-it repeats (``a12`` = twelve times thread 0), and a random number as
-``~<hex>.``. ``decisions`` is the number of decisions, so a truncated string
+``z`` = 25; a thread from 26 on as ``{<id>}``; the choice that lets virtual time
+pass for the running thread, :data:`~..runtime.tasks.TIME_PASSES`, as ``_``) followed by
+a repeat count when it repeats (``a12`` = twelve times thread 0), and a random number
+as ``~<hex>.``. ``decisions`` is the number of decisions, so a truncated string
 is caught. Example: ``1:17:a9cb2a5``. ``1r`` marks a schedule recorded with race points
 as switch points (:attr:`~..runtime.controller.Controller.races`: a strategy that watches
 critical sections); a replay of it must make them switch points too, or every decision
@@ -28,6 +29,7 @@ from __future__ import annotations
 import re
 
 from ...errors import InvalidValue
+from ..runtime.tasks import TIME_PASSES
 
 __all__ = ["Decision", "decode", "encode", "with_effect_points", "with_race_points"]
 
@@ -38,7 +40,8 @@ _RACES = "r"  # the version's mark for a schedule recorded with race points
 _EFFECTS = "e"  # the version's mark for one recorded with effect points
 _LETTERS = 26
 _HEADERS = (_VERSION, _VERSION + _RACES, _VERSION + _EFFECTS)
-_TOKEN = re.compile(r"([a-z]|\{\d+\})(\d*)|~([0-9a-f]+)\.")
+_TOKEN = re.compile(r"([a-z_]|\{\d+\})(\d*)|~([0-9a-f]+)\.")
+_PASS = "_"  # TIME_PASSES in a body
 
 
 def encode(decisions: list[Decision], *, races: bool = False, effects: bool = False) -> str:
@@ -57,7 +60,12 @@ def encode(decisions: list[Decision], *, races: bool = False, effects: bool = Fa
         run = 1
         while i + run < len(decisions) and decisions[i + run] == ("t", value):
             run += 1
-        name = chr(ord("a") + value) if value < _LETTERS else f"{{{value}}}"
+        if value == TIME_PASSES:
+            name = _PASS
+        elif value < _LETTERS:
+            name = chr(ord("a") + value)
+        else:
+            name = f"{{{value}}}"
         parts.append(name + (str(run) if run > 1 else ""))
         i += run
     version = _VERSION + (_RACES if races else _EFFECTS if effects else "")
@@ -105,7 +113,12 @@ def decode(text: str) -> list[Decision]:
             decisions.append(("r", int(match.group(3), 16)))
         else:
             letter = match.group(1)
-            tid = int(letter[1:-1]) if letter[0] == "{" else ord(letter) - ord("a")
+            if letter == _PASS:
+                tid = TIME_PASSES
+            elif letter[0] == "{":
+                tid = int(letter[1:-1])
+            else:
+                tid = ord(letter) - ord("a")
             decisions.extend([("t", tid)] * int(match.group(2) or "1"))
         pos = match.end()
     if len(decisions) != int(fields[1]):
