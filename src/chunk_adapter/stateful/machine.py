@@ -274,8 +274,8 @@ class ConformanceMachine(RuleBasedStateMachine):
     def cancel(self, rid: str, twice: bool = False) -> None:
         """``cancel_sender``, and with *twice* a second time: it changes nothing more (R6)."""
         held = self.h.model.held_save
-        if held is not None and held.stage == "build" and held.item.request_id == rid:
-            return  # no-op: the contract allows both outcomes here (R6)
+        if held and held.item.request_id == rid and (held.stage == "build" or held.item.is_final):
+            return  # no-op: a held build allows both (R6); a held final, R27 (docs/stateful.md)
         self.h.cancel(rid)
         if twice:
             self.h.cancel(rid)
