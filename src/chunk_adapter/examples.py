@@ -15,6 +15,8 @@ from .bed.stack import FACTORY, Bed
 from .bed.waiting import Hang, call_bounded, stopping, wait_until
 from .factory import AdapterFactory, AdapterLike
 from .finding import Finding
+from .oracles.sender import check_sender, wire_problem
+from .oracles.timeline import Timeline
 from .oracles.violations import Violation, rules_in_order
 from .rules import R1, R2, R4, R5, R6, R9, R11, R15
 
@@ -63,6 +65,17 @@ class ExampleOutcome:
             self.ok = False
             self.problems.append(Violation(rule, problem, also=also))
 
+    def wire(self, request_id: str, got: list[Any]) -> None:
+        """R2 for every value *request_id*'s receiver handed out: the wire value's shape
+        (the sender oracle's test), judged before what the example itself expects, so a
+        value with a key too many is read as the wire value it is, not as the example's
+        rule (a cancelled final with ``"cancelled": True`` added is R2, not R6)."""
+        for value in got:
+            problem = wire_problem(value)
+            self.expect(
+                problem is None, R2, f"{request_id!r} got a value that is no wire value: {problem}"
+            )
+
     @property
     def broken(self) -> tuple[str, ...]:
         """The rules the problems break, in order, each once (none when ``ok``)."""
@@ -81,6 +94,31 @@ class ExampleOutcome:
 def _drain(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]]) -> bool:
     into.extend(call_bounded(rcv.poll_ready, CALL, "poll_ready()").get(request_id, []))
     return bool(into) and bool(into[-1].get("finished"))
+
+
+def _await_final(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]], bed: Bed) -> None:
+    """Wait for *request_id*'s final (R11 when it never comes); a hang is first read by the
+    sender oracle's checks of what was put (the wire value, R2; contiguous ids per stream,
+    R9): a final put under a skipped id, or an id used twice, is why no final came, and
+    the root (R11 its consequence), not a lost final."""
+    try:
+        wait_until(
+            lambda: _drain(rcv, request_id, into),
+            ARRIVE,
+            f"the final chunk of {request_id!r}",
+            rules=FINAL_NEVER_CAME,
+        )
+    except Hang as hang:
+        timeline = Timeline.of(bed.history)
+        found = check_sender(timeline, quiescent=False, put_tries=None)
+        roots = tuple(dict.fromkeys(v.rule for v in found if v.request_id == request_id))
+        if not roots:
+            raise
+        why = "; ".join(str(v) for v in found if v.request_id == request_id)
+        raise Hang(
+            hang.what, hang.seconds, call=hang.call, rules=(*roots, *hang.rules),
+            state=f"{hang.state} (root {', '.join(roots)}: {why})",
+        ) from None  # fmt: skip
 
 
 def _pair(factory: AdapterFactory, bed: Bed, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
@@ -113,10 +151,10 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         call_bounded(lambda: snd.save_async("v", live, True), CALL, "save_async('v', ..., True)")
         live.append("c")
         got: list[dict[str, Any]] = []
-        wait_until(
-            lambda: _drain(rcv, "v", got), ARRIVE, "the final chunk of 'v'", rules=FINAL_NEVER_CAME
-        )
-        out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {[c['data'] for c in got]}"]
+        _await_final(rcv, "v", got, bed)
+        shown = [c["data"] if wire_problem(c) is None else c for c in got]
+        out.lines += [f"keys put:      {conn.puts}", f"'v' received:  {shown}"]
+        out.wire("v", got)
         out.expect(
             conn.puts == ["v_0_0", "v_0_1"],
             R1,
@@ -143,12 +181,7 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
         second = call_bounded(rcv.poll_ready, CALL, "poll_ready()")
         call_bounded(lambda: snd.save_async("q", 3, True), CALL, "save_async('q', 3, True)")
         third: list[dict[str, Any]] = []
-        wait_until(
-            lambda: _drain(rcv, "q", third),
-            ARRIVE,
-            "the final chunk of 'q'",
-            rules=FINAL_NEVER_CAME,
-        )
+        _await_final(rcv, "q", third, bed)
         out.lines += [
             f"poll_ready():  {first}",
             f"poll_ready():  {second}",
@@ -227,12 +260,11 @@ def _example_3(factory: AdapterFactory, *, cancel: bool) -> ExampleOutcome:
             call_bounded(lambda: snd.cancel_sender("w"), CALL, "cancel_sender('w')")
         gate.release()
         got: list[dict[str, Any]] = []
-        wait_until(
-            lambda: _drain(rcv, "w", got), ARRIVE, "the final chunk of 'w'", rules=FINAL_NEVER_CAME
-        )
+        _await_final(rcv, "w", got, bed)
     if not cancel:  # the counterfactual asks only whether the final came
         return out
     out.lines += [f"keys put:      {conn.puts}", f"'w' received:  {got}"]
+    out.wire("w", got)
     both = [
         (["w_0_0", "w_0_1"], [{"data": "p0", "finished": False}, {"data": None, "finished": True}]),
         (["w_0_0"], [{"data": None, "finished": True}]),

@@ -134,3 +134,60 @@ def test_example_3_names_the_cancel_when_the_final_comes_without_it(
         examples.example_3(_NoFinals)
     assert never.value.broken == ("R11",), never.value
     assert examples.example_3(ChunkAdapter).ok  # the reference: the example holds
+
+
+class _MarkedConnector:
+    """Puts every final with a key the wire value does not have (``"cancelled"``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def put(self, key: str, value: Any) -> None:
+        if isinstance(value, dict) and value.get("finished"):
+            value = {**value, "cancelled": value["data"] is None}
+        self.inner.put(key, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _marks_finals(connector: Any, **options: Any) -> ChunkAdapter:
+    return ChunkAdapter(_MarkedConnector(connector), **options)
+
+
+@pytest.mark.rule("R2")
+def test_a_value_with_a_key_too_many_is_the_wire_value_first() -> None:
+    """An adapter whose finals carry a key too many (a ``"cancelled"`` flag): both
+    examples name R2 first, the sender oracle's test of the value's shape; example 3 read
+    it as R6 only ("neither outcome the contract allows"), the rule of its cancel."""
+    for example in (examples.example_2, examples.example_3):
+        outcome = example(_marks_finals)
+        assert outcome.broken[:1] == ("R2",), (example.__name__, outcome.problems)
+    assert examples.example_2(ChunkAdapter).ok and examples.example_3(ChunkAdapter).ok
+
+
+class _FromOne:
+    """Puts every chunk one id late: a stream's ids start at 1."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def put(self, key: str, value: Any) -> None:
+        head, _, cid = key.rpartition("_")
+        self.inner.put(f"{head}_{int(cid) + 1}", value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.rule("R9", "R11")
+def test_a_final_that_never_comes_for_an_id_gap_names_the_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stream whose ids start at 1 never reaches its receiver (it waits for chunk 0): the
+    example's hang names R9 first, the sender oracle's id check of what was put, with R11
+    its consequence; it said R11 alone, a lost final."""
+    monkeypatch.setattr(examples, "ARRIVE", 1.0)  # the wait that runs out, shorter
+    with pytest.raises(Hang) as gap:
+        examples.example_2(lambda connector, **kw: ChunkAdapter(_FromOne(connector), **kw))
+    assert gap.value.broken == ("R9", "R11"), gap.value

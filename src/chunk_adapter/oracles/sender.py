@@ -8,6 +8,7 @@ puts with the saves, stream by stream (R4–R8, R10, R11, R23).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ..history import ConnectorOp
 from ..rules import R2, R9, R18
@@ -15,7 +16,7 @@ from .aligner import Aligner, data_of, gives_up, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
 
-__all__ = ["check_sender"]
+__all__ = ["check_sender", "wire_problem"]
 
 
 def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> list[Violation]:
@@ -30,22 +31,23 @@ def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> lis
     return out
 
 
+def wire_problem(value: Any) -> str | None:
+    """What is wrong with *value* as a wire value (R2: exactly ``{"data": payload,
+    "finished": <bool>}``), or ``None``: the one test of the value's shape, for a put, a
+    value handed out by ``poll_ready`` and the examples stage alike."""
+    if not (isinstance(value, dict) and set(value) == {"data", "finished"}):
+        return f"must be exactly {{'data': ..., 'finished': bool}}, got {value!r}"
+    if not isinstance(value["finished"], bool):
+        return f"'finished' must be a bool, got {value['finished']!r}"
+    return None
+
+
 def _wire(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
     """R2: the value put is exactly {"data": payload, "finished": <bool>}."""
     for op in puts:
-        v = op.value
-        if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
-            yield Violation(
-                R2,
-                f"put value must be exactly {{'data': ..., 'finished': bool}}, got {v!r}",
-                rid,
-                op.key,
-                op.begin,
-            )
-        elif not isinstance(v["finished"], bool):
-            yield Violation(
-                R2, f"'finished' must be a bool, got {v['finished']!r}", rid, op.key, op.begin
-            )
+        problem = wire_problem(op.value)
+        if problem is not None:
+            yield Violation(R2, f"put value {problem}", rid, op.key, op.begin)
 
 
 def _ids(rid: str, puts: list[ConnectorOp]) -> Iterator[Violation]:
