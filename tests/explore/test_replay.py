@@ -215,3 +215,20 @@ def test_every_schedule_the_simulate_stage_draws_replays_step_for_step(
                 continue  # cut at the step budget: a replay's budget is its own
             again = replay_world(world, run.schedule, factory, runtime="greenlet", max_steps=20_000)
             assert fingerprint(again) == fingerprint(run), (pick[:2], run.schedule)
+
+
+def test_a_replay_that_diverges_is_not_a_verdict() -> None:
+    """``chunk-adapter replay`` of a schedule recorded elsewhere (another scenario here; a
+    string from an older version, an edited one) exits 3, not 1: the replay did not run as
+    recorded, which says nothing about the adapter. The same string on its own scenario
+    replays (0: the reference passes)."""
+    import io
+
+    from chunk_adapter.verify.replay import replay_string
+
+    run = executions("q5-cleanup-inflight-get", RandomStrategy(seed=1), 1)[0]
+    out = io.StringIO()
+    spec = "chunk_adapter.factory:reference_factory"
+    assert replay_string(f"explore:q7-stop-wakes-save:{run.schedule}", spec, out) == 3
+    assert "diverged" in out.getvalue() and "not a verdict" in out.getvalue()
+    assert replay_string(f"explore:q5-cleanup-inflight-get:{run.schedule}", spec, out) == 0

@@ -191,3 +191,28 @@ def test_a_final_that_never_comes_for_an_id_gap_names_the_gap(
     with pytest.raises(Hang) as gap:
         examples.example_2(lambda connector, **kw: ChunkAdapter(_FromOne(connector), **kw))
     assert gap.value.broken == ("R9", "R11"), gap.value
+
+
+@pytest.mark.rule("R3")
+def test_a_poll_ready_that_never_returns_stays_r3_beside_an_id_gap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The id check reads only a final that never came: a ``poll_ready`` that does not
+    return stays R3 (a call that waited), though the stream's ids skip one too."""
+    import threading
+
+    monkeypatch.setattr(examples, "ARRIVE", 1.0)
+    monkeypatch.setattr(examples, "CALL", 1.0)
+    release = threading.Event()
+
+    class _StuckPoll(ChunkAdapter):
+        def poll_ready(self) -> dict[str, list[dict[str, Any]]]:
+            release.wait(30)
+            return super().poll_ready()
+
+    try:
+        with pytest.raises(Hang) as stuck:
+            examples.example_2(lambda connector, **kw: _StuckPoll(_FromOne(connector), **kw))
+    finally:
+        release.set()
+    assert stuck.value.call and stuck.value.broken == ("R3",), stuck.value

@@ -19,8 +19,8 @@ after it the sending and registering calls must raise (R19).
 Steps that would make the outcome depend on timing are no-ops instead (see
 :mod:`chunk_adapter.model`): a new stream is not queued behind a held SAVE
 thread while the request's previous final is still pending (its keys would be
-put twice in one burst), and a request whose build is held is not cancelled
-(the contract allows both outcomes there). The same for the design an adapter
+put twice in one burst), and a request whose build, or final's put, is held is not
+cancelled (both outcomes allowed; R27's usage rule). The same for the design an adapter
 may choose: while a gate holds a build, put or get of one request, nothing new
 is saved for another request, nor (a get held) registered for one or saved
 for one registered. The contract orders work within a request only: a single

@@ -33,7 +33,8 @@ KINDS: tuple[Kind, ...] = (EXPLORE, SIM, STATEFUL, STRESS)
 
 
 def replay_string(string: str, adapter_spec: str, out: TextIO) -> int:
-    """Replay *string* against the adapter; 0 if it now passes, 1 if it fails again.
+    """Replay *string* against the adapter; 0 if it now passes, 1 if it fails again, 3 if
+    the replay could not run as recorded (a schedule that diverges: not a verdict).
 
     Raises ``InvalidValue`` naming the string and the accepted forms when it is not
     a reproducer, before the adapter is loaded."""

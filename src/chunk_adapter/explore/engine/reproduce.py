@@ -28,13 +28,20 @@ def _replay(fields: tuple[str, ...], factory: Any, spec: str, out: TextIO) -> in
 
 
 def _told(execution: Any, what: str, schedule: str, spec: str, out: TextIO) -> int:
-    """Print how the replayed *execution* went; 1 if it failed."""
+    """Print how the replayed *execution* went; 1 if it failed, 3 if it could not be run
+    under control (diverged from the schedule, an uncontrolled thread, over the step
+    budget, the factory raised: :data:`.result.NOT_CONTROLLED`) — not a verdict, never a
+    red: a string recorded by another version or for another adapter diverges."""
     from .explorer import describe
+    from .result import NOT_CONTROLLED
 
     if execution.ok:
         print(f"{what} under {schedule}: no failure ({execution.steps} steps)", file=out)
         return 0
     print(describe(execution, "replay", 1, spec), file=out)
+    if all(f.kind in NOT_CONTROLLED for f in execution.failures):
+        print("not a verdict on the adapter: the replay did not run as recorded (exit 3)", file=out)
+        return 3
     return 1
 
 
