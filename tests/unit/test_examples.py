@@ -9,6 +9,7 @@ import pytest
 from chunk_adapter import ChunkAdapter, examples
 from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors import MemoryConnector, RecordingConnector
+from chunk_adapter.connectors.base import ConnectorWrapper
 from chunk_adapter.examples import EXAMPLE_RULES, ExampleOutcome, expect_snapshots
 from chunk_adapter.factory import REFERENCE
 from tests.quality import broken_stateful
@@ -136,19 +137,16 @@ def test_example_3_names_the_cancel_when_the_final_comes_without_it(
     assert examples.example_3(ChunkAdapter).ok  # the reference: the example holds
 
 
-class _MarkedConnector:
+class _MarkedConnector(ConnectorWrapper):
     """Puts every final with a key the wire value does not have (``"cancelled"``)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def put(self, key: str, value: Any) -> None:
-        if isinstance(value, dict) and value.get("finished"):
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        if value.get("finished"):
             value = {**value, "cancelled": value["data"] is None}
         self.inner.put(key, value)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.inner.get(key)
 
 
 def _marks_finals(connector: Any, **options: Any) -> ChunkAdapter:
@@ -166,18 +164,15 @@ def test_a_value_with_a_key_too_many_is_the_wire_value_first() -> None:
     assert examples.example_2(ChunkAdapter).ok and examples.example_3(ChunkAdapter).ok
 
 
-class _FromOne:
+class _FromOne(ConnectorWrapper):
     """Puts every chunk one id late: a stream's ids start at 1."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: dict[str, Any]) -> None:
         head, _, cid = key.rpartition("_")
         self.inner.put(f"{head}_{int(cid) + 1}", value)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.inner.get(key)
 
 
 @pytest.mark.rule("R9", "R11")

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..history import ConnectorOp
 from ..rules import R1, R2, R12, R13, R14, R15, R16, R23
+from .sender import wire_shaped
 from .timeline import Registration, Timeline, split_key
 from .violations import Violation
 
@@ -154,7 +155,7 @@ def _poll_shapes(tl: Timeline) -> Iterator[Violation]:
                 )
             else:
                 for v in values:
-                    if not (isinstance(v, dict) and set(v) == {"data", "finished"}):
+                    if not wire_shaped(v):
                         yield Violation(
                             R2,
                             f"poll_ready handed out {v!r}, not the dict that was put",

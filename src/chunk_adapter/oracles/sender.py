@@ -16,7 +16,7 @@ from .aligner import Aligner, data_of, gives_up, is_final_put
 from .timeline import Timeline, split_key
 from .violations import Violation
 
-__all__ = ["check_sender", "wire_problem"]
+__all__ = ["check_sender", "wire_problem", "wire_shaped"]
 
 
 def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> list[Violation]:
@@ -31,11 +31,17 @@ def check_sender(tl: Timeline, *, quiescent: bool, put_tries: int | None) -> lis
     return out
 
 
+def wire_shaped(value: Any) -> bool:
+    """Whether *value* is a dict with exactly the wire value's keys (R2), whatever they hold:
+    what a value handed out by ``poll_ready`` must be (the receiver oracle)."""
+    return isinstance(value, dict) and set(value) == {"data", "finished"}
+
+
 def wire_problem(value: Any) -> str | None:
     """What is wrong with *value* as a wire value (R2: exactly ``{"data": payload,
-    "finished": <bool>}``), or ``None``: the one test of the value's shape, for a put, a
-    value handed out by ``poll_ready`` and the examples stage alike."""
-    if not (isinstance(value, dict) and set(value) == {"data", "finished"}):
+    "finished": <bool>}``), or ``None``: the one test of a value put, for the sender oracle
+    and the examples stage alike."""
+    if not wire_shaped(value):
         return f"must be exactly {{'data': ..., 'finished': bool}}, got {value!r}"
     if not isinstance(value["finished"], bool):
         return f"'finished' must be a bool, got {value['finished']!r}"
