@@ -15,6 +15,7 @@ from .bed.stack import FACTORY, Bed
 from .bed.waiting import Hang, call_bounded, stopping, wait_until
 from .factory import AdapterFactory, AdapterLike
 from .finding import Finding
+from .oracles.records import RecordedAdapter
 from .oracles.sender import check_sender, wire_problem
 from .oracles.timeline import Timeline
 from .oracles.violations import Violation, rules_in_order
@@ -76,6 +77,14 @@ class ExampleOutcome:
                 problem is None, R2, f"{request_id!r} got a value that is no wire value: {problem}"
             )
 
+    def sender_first(self, bed: Bed) -> None:
+        """When the example failed, put what the sender oracle reads in *bed*'s history
+        first (:func:`sender_says`): a final put before its stream's earlier chunks is R5
+        at the sender, the root of whatever the receiver then saw (a missing snapshot,
+        a final that ends the stream early), not the example's own rule."""
+        if not self.ok:
+            self.problems[:0] = sender_says(bed)
+
     @property
     def broken(self) -> tuple[str, ...]:
         """The rules the problems break, in order, each once (none when ``ok``)."""
@@ -116,12 +125,7 @@ def _await_final(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]], 
     except Hang as hang:
         if hang.call or hang.rules != FINAL_NEVER_CAME:
             raise  # a call that did not return (R3): not a final that never came
-        timeline = Timeline.of(bed.history)
-        found = [
-            v
-            for v in check_sender(timeline, quiescent=False, put_tries=None)
-            if v.request_id == request_id
-        ]
+        found = sender_says(bed, request_id)
         roots = tuple(dict.fromkeys(v.rule for v in found))
         if not roots:
             raise
@@ -132,13 +136,24 @@ def _await_final(rcv: AdapterLike, request_id: str, into: list[dict[str, Any]], 
         ) from None  # fmt: skip
 
 
+def sender_says(bed: Bed, request_id: str | None = None) -> list[Violation]:
+    """What the sender oracle reads in *bed*'s history — the sender's recorded calls and
+    its puts: the wire value (R2), contiguous ids (R9), and each save put in order, once,
+    or explained (R5–R8, the aligner) — for *request_id*, or every request. Read while
+    the adapters may still run (not quiescent): a save not yet put is no violation."""
+    timeline = Timeline.of(bed.history)
+    found = check_sender(timeline, quiescent=False, put_tries=None)
+    return [v for v in found if request_id is None or v.request_id == request_id]
+
+
 def _pair(factory: AdapterFactory, bed: Bed, build: Any = None) -> tuple[AdapterLike, AdapterLike]:
     """A sender (stage 0, *build* as its ``build_payload``) and a receiver (stage 1) on
-    *bed*, each factory call bounded by :data:`FACTORY` seconds."""
+    *bed*, each factory call bounded by :data:`FACTORY` seconds; the sender's calls are
+    recorded into the bed's history, for :func:`sender_says`."""
     what = "the factory (sender)"
     snd = bed.adapter(factory, bound=FACTORY, what=what, stage_id=0, build_payload=build)
     rcv = bed.adapter(factory, bound=FACTORY, what="the factory (receiver)", stage_id=1)
-    return snd, rcv
+    return RecordedAdapter(snd, bed.history, "sender"), rcv
 
 
 def _save(adapter: AdapterLike, request_id: str, obj: Any, is_final: bool) -> None:
@@ -208,6 +223,7 @@ def example_2(factory: AdapterFactory) -> ExampleOutcome:
             R2,
             f"q's final came as {third}, expected [{{'data': 3, 'finished': True}}]",
         )
+        out.sender_first(bed)
     return out
 
 
@@ -287,6 +303,7 @@ def _example_3(factory: AdapterFactory, *, cancel: bool) -> ExampleOutcome:
         R6,
         f"keys {conn.puts} and chunks {got} are neither outcome the contract allows",
     )
+    out.sender_first(bed)
     return out
 
 

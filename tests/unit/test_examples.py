@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -211,3 +212,58 @@ def test_a_poll_ready_that_never_returns_stays_r3_beside_an_id_gap(
     finally:
         release.set()
     assert stuck.value.call and stuck.value.broken == ("R3",), stuck.value
+
+
+class _FinalFirst(ChunkAdapter):
+    """Saves a request's non-finals only after its final: the final overtakes its stream."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: dict[str, list[Any]] = {}
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        if not is_final:
+            self._held.setdefault(request_id, []).append(copy.deepcopy(obj))
+            return
+        super().save_async(request_id, obj, True)
+        for held in self._held.pop(request_id, []):
+            super().save_async(request_id, held, False)
+
+
+@pytest.mark.rule("R5")
+def test_a_final_put_before_its_stream_is_read_at_the_sender(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The examples record the sender's calls: a final that overtakes its stream's chunks
+    is named R5 (save order, the sender oracle's aligner) before what the receiver then
+    saw (a final that never came, R11, or 'v' with the final alone: a missing snapshot,
+    R4) — whichever the example ends with."""
+    monkeypatch.setattr(examples, "ARRIVE", 1.0)  # the waits that run out, shorter
+    for example in (examples.example_2, examples.example_3):
+        try:
+            broken = example(_FinalFirst).broken
+        except Hang as hang:
+            broken = hang.rules
+        assert broken[:1] == ("R5",), (example.__name__, broken)
+    assert examples.example_2(ChunkAdapter).ok and examples.example_3(ChunkAdapter).ok
+
+
+class _StaleData(ConnectorWrapper):
+    """Puts every non-final with data that was never saved (``"stale"``)."""
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        if not value.get("finished"):
+            value = {**value, "data": "stale"}
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.inner.get(key)
+
+
+@pytest.mark.rule("R4", "R6")
+def test_an_example_that_fails_reads_the_sender_first() -> None:
+    """A finished example that failed puts the sender oracle's reading first: example 3's
+    'w' got p0 as data never saved, which read as R6 ("neither outcome the contract
+    allows", the example's own rule); the root is the payload put, no snapshot (R4)."""
+    outcome = examples.example_3(lambda connector, **kw: ChunkAdapter(_StaleData(connector), **kw))
+    assert outcome.broken[:2] == ("R4", "R6"), outcome.problems
