@@ -135,13 +135,17 @@ passed it (see :func:`chunk_adapter.factory.calibration_reference`)."""
 
 def reference_also_failed(evidence: str, reference_evidence: str) -> str:
     """Evidence for a confirmed failure that the reference adapter, run on the same
-    check right after, failed the same way: the machine could not judge it (see
-    :func:`chunk_adapter.factory.calibration_reference`)."""
+    check right after, failed too (see :func:`chunk_adapter.factory.calibration_reference`):
+    the reference keeps the contract, so either a time bound was too tight for this
+    machine just then, or the suite judged wrongly (a check too strict, or an error of
+    the suite's own raised through the adapter's threads); never a verdict."""
     return (
         "not a verdict on the adapter: the reference adapter, run on the same check right "
-        f"after, failed it the same way ({reference_evidence}), so this machine was too "
-        "slow or loaded to judge its time bounds just now. Re-run verify on a quieter "
-        f"machine. The adapter's failure: {evidence}"
+        f"after, failed it too ({reference_evidence}). The reference keeps the contract, so "
+        "either this machine was too slow or loaded for a time bound just now (re-run "
+        "verify on a quieter machine), or the suite judged wrongly (if the reference fails "
+        "again on a quiet machine, please report it to chunk-adapter with this line). "
+        f"The adapter's failure: {evidence}"
     )
 
 

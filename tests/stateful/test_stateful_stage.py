@@ -209,6 +209,8 @@ def test_a_failure_the_reference_adapter_shares_is_inconclusive(
     (result,) = _run(pa.shared_state, 60.0)[0]
     assert result.verdict == "inconclusive", result
     assert "not a verdict on the adapter: the reference adapter" in result.evidence
+    # a wrong model is the suite's error, not only a loaded machine: the evidence says both
+    assert "the suite judged wrongly" in result.evidence, result.evidence
     assert result.replay is not None
 
 
