@@ -107,19 +107,54 @@ def test_the_cancel_counterfactual_leaves_the_cancels_out() -> None:
     assert root_of(s, (R5,), lambda changed, only: "20 of 20").rules == (R6, R5)
 
 
+@pytest.mark.rule("R6", "R12", "R16")
+def test_a_counterfactual_changes_only_the_calls_made_on_the_failing_hop() -> None:
+    """A failure one hop of a pipeline shows is asked only about the calls its two adapters
+    were given: a cancel made on the sender reaches the middle->receiver hop only as data
+    (the cancelled stream's None final, relayed on), so leaving it out is no counterfactual
+    of that hop (the middle skipping a None final read R6, not R8/R11)."""
+    s = script(
+        cancel("r"), save("r", "end", True), load("r", on="middle"), load("r"),
+        load("r"), cleanup("r", on="middle"), poll(), topology="three-stage",
+    )  # fmt: skip
+    assert CANCELS.of(s, ("middle", "receiver")) is None
+    assert CANCELS.of(s, ("sender", "middle")) == CANCELS.of(s)
+    assert CANCELS.of(s) is not None
+    # the second load of r on the receiver is the receiver's own reload
+    reloads = RELOADS.of(s, ("middle", "receiver"))
+    assert reloads is not None and reloads.ops.count(load("r")) == 1
+    assert RELOADS.of(s, ("sender", "middle")) is None
+    # the middle's cleanup is a receiving call: of the hop it receives on only
+    fence = FENCE.of(s, ("sender", "middle"))
+    assert fence is not None and fence.ops[5:7] == (settle(), cleanup("r", on="middle"))
+    assert FENCE.of(s, ("middle", "receiver")) is None
+    # root_of asks nothing a hop's members were not given
+    asked: list[Any] = []
+
+    def passes(changed: Scenario, only: tuple[str, ...] | None) -> str | None:
+        asked.append(changed.ops)
+        return "20 of 20"
+
+    assert root_of(s, ("R11",), passes, ("middle", "receiver")).rules == ("R11",)
+    assert asked == []
+    assert root_of(s, ("R11",), passes, ("sender", "middle")).rules == (R6, "R11")
+
+
 @pytest.mark.rule("R12")
 def test_a_rule_the_oracle_names_among_the_consequences_is_the_only_one_asked() -> None:
     # the oracle saw the reload (R12 second): only the reload counterfactual is asked, and
     # when it fails too the oracle's order stands, though another would have passed
     s = script(load("r"), load("r"), cleanup("r"), load("r"))
+    reloads = RELOADS.of(s)
+    assert reloads is not None
     asked: list[tuple[Any, ...]] = []
 
     def passes(changed: Scenario, only: tuple[str, ...] | None) -> str | None:
         asked.append(changed.ops)
-        return None if changed.ops == RELOADS.change(s) else "60 of 60"
+        return None if changed.ops == reloads.ops else "60 of 60"
 
     assert root_of(s, (R23, R12), passes).rules == (R23, R12)
-    assert asked == [RELOADS.change(s)]
+    assert asked == [reloads.ops]
 
 
 def _pct_run(name: str, factory: str) -> Any:
@@ -228,7 +263,9 @@ def test_only_a_counterfactual_the_contract_says_changes_nothing_may_fail_otherw
     root = root_of(s, (R14,), passes)
     assert root.rules == (R12, R14)
     assert "never fails so" in root.why and "makes no difference" in root.why
-    assert asked == [(RELOADS.change(s), (R14,))]  # asked with the failure's rules
+    reloads = RELOADS.of(s)
+    assert reloads is not None
+    assert asked == [(reloads.ops, (R14,))]  # asked with the failure's rules
     # a cleanup settled first: where a get consumes the value, the next registration may
     # find other values, so the script must pass outright; where gets keep values it
     # finds the same ones, and the failure's rules are asked

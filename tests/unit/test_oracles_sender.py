@@ -183,6 +183,15 @@ CASES = [
     case("R8", "fires-on-a-non-final-put-with-none",
          [do.save("r", None), do.build("r", None), do.put("r_1_0", None)],
          fires("R8")),
+    # a final is put whatever its payload: one whose build gave None and that is never
+    # put is R8 (its root), R11 its consequence; a final never built stays R11
+    case("R8", "fires-first-on-a-final-built-to-none-and-never-put",
+         [do.save("r", "a"), do.save("r", None, True), do.build("r", "a"), do.put("r_1_0", "a"),
+          do.build("r", None, True)],
+         first("R8", **QUIESCENT)),
+    case("R11", "a-final-never-built-nor-put-stays-r11",
+         [do.save("r", "a"), do.save("r", None, True), do.build("r", "a"), do.put("r_1_0", "a")],
+         first("R11", **QUIESCENT)),
     case("R10", "quiet-on-a-drop-after-all-tries",
          [do.save("r", "a"), do.save("r", "b"), do.build("r", "a"),
           *[do.put("r_1_0", "a", **FAIL)] * 3, do.build("r", "b"), do.put("r_1_0", "b")],

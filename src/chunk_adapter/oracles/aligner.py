@@ -803,6 +803,23 @@ class Aligner:
                 self.refused.remove(r)
                 return
 
+    def _final_never_put(self, final: CallRecord) -> None:
+        """R11 for a final never put; R8 first when its build returned ``None``: a final
+        is put whatever its payload, so one skipped as a ``None`` payload is that rule's."""
+        what = f"the final chunk saved from {final.args[0]!r} was never put"
+        quiet = "(after quiescence, adapter running)"
+        built = [
+            b for b in self.builds if b.is_final and b.outcome == "ok" and b.begin > final.begin
+        ]
+        if built and built[0].result is None:
+            self.out.append(Violation(
+                R8, f"{what}, and its build returned None {quiet}: a final chunk is put "
+                "whatever its payload; only a non-final with a None payload is skipped",
+                self.rid, None, self.at, also=(R11,),
+            ))  # fmt: skip
+        else:
+            self.violation(R11, f"{what} {quiet}")
+
     def _liveness(self) -> None:
         """R11, R23: after quiescence every saved chunk was put, dropped or skipped."""
         for index in range(self.stream_at, len(self.streams)):
@@ -814,11 +831,7 @@ class Aligner:
             # it are its symptoms (R23), so a lost stream reads R11 first whatever of its
             # chunks went missing too.
             if stream.final is not None:
-                self.violation(
-                    R11,
-                    f"the final chunk saved from {stream.final.args[0]!r} was never put (after "
-                    "quiescence, adapter running)",
-                )
+                self._final_never_put(stream.final)
             by_put = [s for s in stream.nonfinals[start:] if not self._dropped_ok(s, INF)]
             if self._need(by_put) > self.failures:
                 self.violation(

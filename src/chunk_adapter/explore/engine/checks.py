@@ -47,7 +47,7 @@ def default_checker(execution: Execution) -> list[Failure]:
     put_tries = execution.put_tries
     found: list[Failure] = []
     seen: set[str] = set()
-    for suffix, history in _by_hop(execution):
+    for suffix, history, members in _by_hop(execution):
         checks = [(history, False)]
         if execution.cut is not None:
             checks.append((history_before(history, execution.cut), True))
@@ -56,7 +56,7 @@ def default_checker(execution: Execution) -> list[Failure]:
                 message = str(v) + suffix
                 if message not in seen:
                     seen.add(message)
-                    found.append(Failure("violation", message, v.rules))
+                    found.append(Failure("violation", message, v.rules, members))
     return found
 
 
@@ -76,7 +76,7 @@ def owed_now(execution: Execution) -> bool:
     quarter of a virtual second, and the idle steps between (measured: 5,157 of 6,429
     calls over 150 worlds)."""
     owed = False
-    for _, history in _by_hop(execution):
+    for _, history, _ in _by_hop(execution):
         part = history if execution.cut is None else history_before(history, execution.cut)
         for v in check(part, quiescent=True, put_tries=execution.put_tries):
             if v.at is not None:
@@ -142,15 +142,16 @@ def _hops_or_one(execution: Execution) -> tuple[Hop | None, ...]:
     return execution.hops if len(execution.hops) > 1 else (None,)
 
 
-def _by_hop(execution: Execution) -> Iterator[tuple[str, History]]:
-    """``(suffix, history)`` per hop: the whole history when there is one hop, else each
-    hop's own records and ``" [hop a->b]"`` for its messages."""
+def _by_hop(execution: Execution) -> Iterator[tuple[str, History, tuple[str, ...]]]:
+    """``(suffix, history, members)`` per hop: the whole history when there is one hop
+    (no members named), else each hop's own records, ``" [hop a->b]"`` for its messages
+    and its two members."""
     hops = execution.hops
     if len(hops) <= 1:
-        yield "", execution.history
+        yield "", execution.history, ()
         return
     for hop in hops:
-        yield f" [hop {hop.label}]", _hop_history(execution, hop)
+        yield f" [hop {hop.label}]", _hop_history(execution, hop), (hop.sender, hop.receiver)
 
 
 _SENDING = ("save_async", "cancel_sender")

@@ -14,7 +14,7 @@ from ..runtime.controller import Failure, Step
 from ..scenarios.pipeline import Hop
 from ..scenarios.scenario import Scenario
 
-__all__ = ["KIND_RULES", "NOT_CONTROLLED", "Execution", "failure_rules"]
+__all__ = ["KIND_RULES", "NOT_CONTROLLED", "Execution", "failure_members", "failure_rules"]
 
 NOT_CONTROLLED = ("uncontrolled", "diverged", "factory", "too long")
 """Failure kinds that say the run was not under the explorer's control, that the factory
@@ -31,6 +31,12 @@ def failure_rules(failures: list[Failure]) -> tuple[str, ...]:
     if not found:
         found = tuple(dict.fromkeys(KIND_RULES[f.kind] for f in failures if f.kind in KIND_RULES))
     return found
+
+
+def failure_members(failures: list[Failure]) -> tuple[str, ...]:
+    """The members of the hop that showed the root of *failures* (the first rule of
+    :func:`failure_rules`): the first failure naming rules; ``()``: the whole history."""
+    return next((f.members for f in failures if f.rules), ())
 
 
 @dataclass

@@ -169,6 +169,9 @@ class Failure:
     kind: str
     message: str
     rules: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
+    """The members (roles) of the hop whose records show a violation, sender first
+    (``()``: the whole history, one hop or no topology)."""
 
     @property
     def finding(self) -> Finding:

@@ -35,24 +35,36 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from ...rules import R2, R4, R5, R6, R9, R11, R12, R13, R14, R15, R16, R21, R23, R24, Rule
-from .scenario import Op, Scenario, settle
+from .pipeline import roles_for, sends
+from .scenario import TOPOLOGIES, Op, Scenario, settle
 
-__all__ = ["COUNTERFACTUALS", "Counterfactual"]
+__all__ = ["COUNTERFACTUALS", "Counterfactual", "on_members"]
 
 
-def _member(op: Op, scenario: Scenario) -> str:
-    """The member a load or cleanup goes to (its ``on``, else the default receiver)."""
-    if op.on is not None:
-        return op.on
-    return "adapter" if scenario.topology == "loopback" else "receiver"
+On = Callable[[Op], bool]
+"""Whether an op is made on a member of the failing hop: only such calls are changed."""
+
+
+def on_members(scenario: Scenario, members: tuple[str, ...]) -> On:
+    """Whether an op is made on the hop *members* names (its sender and receiver; ``()``:
+    every op is): a sending call on the hop's sender, a receiving call on its receiver.
+    A failure shown on one hop of a pipeline asks only about the calls its adapters were
+    given in those roles; any other call reaches that hop as data only (a cancelled
+    stream's ``None`` final, relayed on, is the next member's input, not a cancel of it)."""
+    roles = TOPOLOGIES[scenario.topology]
+    if not members:
+        return lambda op: True
+    sender, receiver = members
+    return lambda op: (sender if sends(op) else receiver) in roles_for(op, roles)
 
 
 def _registered_before(scenario: Scenario) -> Iterator[tuple[Op, bool]]:
     """Each op of the script, and whether its member had its request registered (loaded,
     not cleaned up since) right before it."""
+    roles = TOPOLOGIES[scenario.topology]
     registered: set[tuple[str, str | None]] = set()
     for op in scenario.ops:
-        where = (_member(op, scenario), op.request_id)
+        where = (roles_for(op, roles)[0], op.request_id)
         yield op, where in registered
         if op.kind == "load":
             registered.add(where)
@@ -60,17 +72,22 @@ def _registered_before(scenario: Scenario) -> Iterator[tuple[Op, bool]]:
             registered.discard(where)
 
 
-def _without_reloads(scenario: Scenario) -> tuple[Op, ...]:
+def _without_reloads(scenario: Scenario, on: On) -> tuple[Op, ...]:
     """Every ``load`` of a request its member has registered (not cleaned up) left out."""
-    return tuple(op for op, on in _registered_before(scenario) if not (op.kind == "load" and on))
+    return tuple(
+        op
+        for op, registered in _registered_before(scenario)
+        if not (op.kind == "load" and registered and on(op))
+    )
 
 
-def _settled_cleanups(scenario: Scenario) -> tuple[Op, ...]:
+def _settled_cleanups(scenario: Scenario, on: On) -> tuple[Op, ...]:
     """A ``settle()`` before every ``cleanup`` of a registered request (unless one is
     there): the receiver has got and committed what it could, nothing is in flight."""
     out: list[Op] = []
     for op, registered in _registered_before(scenario):
-        if op.kind == "cleanup" and registered and not (out and out[-1].kind == "settle"):
+        settled = bool(out) and out[-1].kind == "settle"
+        if op.kind == "cleanup" and registered and on(op) and not settled:
             out.append(settle())
         out.append(op)
     return tuple(out)
@@ -90,15 +107,15 @@ def _gets_keep_values(scenario: Scenario) -> bool:
     return not scenario.consume_on_get
 
 
-def _without_cancels(scenario: Scenario) -> tuple[Op, ...]:
+def _without_cancels(scenario: Scenario, on: On) -> tuple[Op, ...]:
     """Every ``cancel`` left out (a cancelled stream's final then goes out with its data)."""
-    return tuple(op for op in scenario.ops if op.kind != "cancel")
+    return tuple(op for op in scenario.ops if not (op.kind == "cancel" and on(op)))
 
 
-def _without_rejects(scenario: Scenario) -> tuple[Op, ...]:
+def _without_rejects(scenario: Scenario, on: On) -> tuple[Op, ...]:
     """Every call with a wrong argument left out (each raised, so the oracles took it as
     never made: what it changed anyway is the failure)."""
-    return tuple(op for op in scenario.ops if op.kind != "reject")
+    return tuple(op for op in scenario.ops if not (op.kind == "reject" and on(op)))
 
 
 @dataclass(frozen=True)
@@ -111,15 +128,17 @@ class Counterfactual:
     """What the counterfactual leaves out, for the report ("... passes")."""
     symptoms: frozenset[str]
     """The root rules an oracle may name for a failure that is really of :attr:`rule`."""
-    change: Callable[[Scenario], tuple[Op, ...]]
+    change: Callable[[Scenario, On], tuple[Op, ...]]
     changes_nothing: Callable[[Scenario], bool] = _never
     """Whether, by the contract, the change makes no difference to *scenario*: then the
     changed script shows the root when it never fails with the failure's rules (it may
     fail otherwise)."""
 
-    def of(self, scenario: Scenario) -> Scenario | None:
-        """*scenario* without the freedom; ``None`` when its script never takes it."""
-        ops = self.change(scenario)
+    def of(self, scenario: Scenario, members: tuple[str, ...] = ()) -> Scenario | None:
+        """*scenario* without the freedom, taken away from the calls made on *members*
+        only (``()``: on every member; :func:`on_members`); ``None`` when none of those
+        calls takes it."""
+        ops = self.change(scenario, on_members(scenario, members))
         if ops == scenario.ops:
             return None
         return replace(scenario, ops=ops)

@@ -43,6 +43,7 @@ __all__ = [
     "hops",
     "members",
     "roles_for",
+    "sends",
 ]
 
 
@@ -98,13 +99,18 @@ def hops(
     return [Hop(a.role, b.role, a.stage_id) for a, b in itertools.pairwise(ms)]
 
 
+def sends(op: Op) -> bool:
+    """Whether *op* is a sending call (or a fault of one): made on a hop's sender."""
+    return op.kind in ("save", "cancel", "fail_build") or (
+        op.kind == "reject" and METHODS[str(op.what)] in ("save_async", "cancel_sender")
+    )
+
+
 def roles_for(op: Op, roles: tuple[str, ...]) -> tuple[str, ...]:
     """The members *op* is called on, in order."""
     if op.on is not None:
         return (op.on,)
-    if op.kind in ("save", "cancel", "fail_build") or (
-        op.kind == "reject" and METHODS[str(op.what)] in ("save_async", "cancel_sender")
-    ):
+    if sends(op):
         return roles[:1]
     if op.kind == "relay":
         return ("middle",)

@@ -138,14 +138,17 @@ def in_worlds(
     return passes
 
 
-def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
+def root_of(
+    scenario: Scenario, rules: tuple[str, ...], passes: Passes, members: tuple[str, ...] = ()
+) -> Root:
     """*rules* (root first, as the oracles gave them) with the root a counterfactual shows.
 
     ``passes(script, only)`` runs *script* on the same adapter with the same budget as
     the failing run and returns how it passed ("60 of 60 executions under pct"), or
     ``None`` when it failed or could not be run to its end; *only* is *rules* where the
     counterfactual's change makes no difference by the contract (only a failure with one
-    of them then fails it), else ``None``.
+    of them then fails it), else ``None``. *members*: the hop whose records showed the
+    root (``()``: every member); a counterfactual changes only the calls made on them.
     """
     if not rules:
         return Root(rules)
@@ -153,7 +156,7 @@ def root_of(scenario: Scenario, rules: tuple[str, ...], passes: Passes) -> Root:
     for counterfactual in named or COUNTERFACTUALS:
         if rules[0] == counterfactual.rule or rules[0] not in counterfactual.symptoms:
             continue
-        changed = counterfactual.of(scenario)
+        changed = counterfactual.of(scenario, members)
         if changed is None:
             continue
         same = counterfactual.changes_nothing(scenario)

@@ -43,7 +43,7 @@ from ...rules import R3, R4, R5, R6, R7, R8, R9, R10, R13, R14, R15, R16, R17, R
 from ..control.plan import Control, plan_control
 from ..engine.explorer import Report, explore, replay
 from ..engine.reproduce import EXPLORE
-from ..engine.result import NOT_CONTROLLED, Execution
+from ..engine.result import NOT_CONTROLLED, Execution, failure_members
 from ..runtime.carriers import CONFIRM_RUNTIME
 from ..runtime.tasks import shown
 from ..scenarios.library import LIBRARY, VERIFY
@@ -255,7 +255,8 @@ def _judge(
             confirmation=f"replayed once on {CONFIRM_RUNTIME}s: did not fail the same way",
             coverage=f"{done} (stopped at a failure that did not replay)",
         )  # fmt: skip
-    root = root_of(scenario, finding.rules, again or (lambda script, only: None))
+    members = failure_members(failed.failures)
+    root = root_of(scenario, finding.rules, again or (lambda script, only: None), members)
     seconds = report.seconds + time.perf_counter() - start
     return CheckResult.of_finding(
         "explore", label, "fail", replace(finding, rules=root.rules),

@@ -46,7 +46,7 @@ from ..control.plan import plan_control
 from ..engine.execution import prepared
 from ..engine.explorer import describe
 from ..engine.reproduce import SIM
-from ..engine.result import Execution, failure_rules
+from ..engine.result import Execution, failure_members, failure_rules
 from ..engine.simulate import (
     JUDGED_WRONG,
     STOPS_THE_RUN,
@@ -328,7 +328,7 @@ def _judge(
         confirmation += REFERENCE_PASSED
     ops = _sizes(sim)
     counter = in_worlds(world, factory, seed=ctx.seed, substitute=tuple(ctx.substitute), wall=wall)
-    root = root_of(world, failure_rules(failed.failures), counter)
+    root = root_of(world, failure_rules(failed.failures), counter, failure_members(failed.failures))
     finding = found(_describe(failed, ctx, world, ops, root.rules))
     seconds = sim.seconds + time.monotonic() - start
     return CheckResult.of_finding(
