@@ -94,3 +94,24 @@ def test_machine_finds_and_shrinks_broken_adapter(name: str) -> None:
     """The full dev profile, shrinking included, still names the expected rule."""
     found = run(name, shrink=True)
     assert broken_stateful.EXPECTED[name] & set(found.rules), str(found)
+
+
+@pytest.mark.rule("R22")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_thread_that_dies_is_named_r22_first() -> None:
+    """An adapter whose SAVE thread dies of a put or build error: the machines name R22
+    (the thread's uncaught exception, seen through ``threading.excepthook``) before what
+    its death leaves undone; they named R23 ("a chunk saved after this step was not put")."""
+    from tests.quality import broken_stress
+
+    machine = make_machine(broken_stress.save_dies_on_put_error, liveness_timeout=LIVENESS)
+    with pytest.raises(ContractViolation) as info:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                hypothesis_settings("quick"),
+                phases=[Phase.explicit, Phase.generate],
+                database=None,
+            ),
+        )
+    assert info.value.rules[:1] == ["R22"], info.value

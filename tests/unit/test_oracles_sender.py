@@ -184,11 +184,16 @@ CASES = [
          [do.save("r", None), do.build("r", None), do.put("r_1_0", None)],
          fires("R8")),
     # a final is put whatever its payload: one whose build gave None and that is never
-    # put is R8 (its root), R11 its consequence; a final never built stays R11
+    # put is R8 (its root), one whose build raised R7, R11 their consequence; a final
+    # never built stays R11
     case("R8", "fires-first-on-a-final-built-to-none-and-never-put",
          [do.save("r", "a"), do.save("r", None, True), do.build("r", "a"), do.put("r_1_0", "a"),
           do.build("r", None, True)],
          first("R8", **QUIESCENT)),
+    case("R7", "fires-first-on-a-final-whose-build-raised-and-never-put",
+         [do.save("r", "a"), do.save("r", "end", True), do.build("r", "a"), do.put("r_1_0", "a"),
+          do.build("r", "end", True, **FAIL)],
+         first("R7", **QUIESCENT)),
     case("R11", "a-final-never-built-nor-put-stays-r11",
          [do.save("r", "a"), do.save("r", None, True), do.build("r", "a"), do.put("r_1_0", "a")],
          first("R11", **QUIESCENT)),

@@ -22,18 +22,23 @@ Crash = tuple[str, BaseException | None]
 
 
 @contextmanager
-def thread_crashes(*, chain: bool) -> Iterator[list[Crash]]:
+def thread_crashes(*, chain: bool, since_now: bool = False) -> Iterator[list[Crash]]:
     """Collect the uncaught exceptions of every thread while active (``threading.excepthook``).
 
     With *chain*, the hook that was installed before still runs (by default it prints
-    the traceback to stderr); without, the exceptions are only collected. The list is
-    appended to from the dying threads; appending is atomic, so no lock is needed.
+    the traceback to stderr); without, the exceptions are only collected. With
+    *since_now*, only threads started after entering are collected (a thread left over
+    from an earlier run is not this run's). The list is appended to from the dying
+    threads; appending is atomic, so no lock is needed.
     """
     died: list[Crash] = []
     previous = threading.excepthook
+    before = set(threading.enumerate()) if since_now else set()  # by identity: ids are reused
 
     def hook(args: threading.ExceptHookArgs) -> None:
-        died.append((args.thread.name if args.thread is not None else "?", args.exc_value))
+        thread = args.thread
+        if thread is None or thread not in before:
+            died.append((thread.name if thread is not None else "?", args.exc_value))
         if chain:
             previous(args)
 

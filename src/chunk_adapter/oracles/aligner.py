@@ -804,21 +804,22 @@ class Aligner:
                 return
 
     def _final_never_put(self, final: CallRecord) -> None:
-        """R11 for a final never put; R8 first when its build returned ``None``: a final
-        is put whatever its payload, so one skipped as a ``None`` payload is that rule's."""
+        """R11 for a final never put; first the rule of what its build did, when it was
+        built: ``None`` returned is R8 (a final is put whatever its payload), an exception
+        R7 (a final whose build failed is put with data ``None``)."""
         what = f"the final chunk saved from {final.args[0]!r} was never put"
         quiet = "(after quiescence, adapter running)"
-        built = [
-            b for b in self.builds if b.is_final and b.outcome == "ok" and b.begin > final.begin
-        ]
-        if built and built[0].result is None:
-            self.out.append(Violation(
-                R8, f"{what}, and its build returned None {quiet}: a final chunk is put "
-                "whatever its payload; only a non-final with a None payload is skipped",
-                self.rid, None, self.at, also=(R11,),
-            ))  # fmt: skip
+        built = next((b for b in self.builds if b.is_final and b.begin > final.begin), None)
+        if built is not None and built.outcome == "ok" and built.result is None:
+            rule, why = R8, "its build returned None: a final chunk is put whatever its payload"
+        elif built is not None and built.outcome != "ok":
+            rule, why = R7, f"its build raised ({built.error}): the final is put with data None"
         else:
             self.violation(R11, f"{what} {quiet}")
+            return
+        self.out.append(
+            Violation(rule, f"{what} {quiet}; {why}", self.rid, None, self.at, also=(R11,))
+        )
 
     def _liveness(self) -> None:
         """R11, R23: after quiescence every saved chunk was put, dropped or skipped."""

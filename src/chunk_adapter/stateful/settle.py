@@ -28,7 +28,7 @@ from ..connectors.gates import Gate
 from ..history import ConnectorOp
 from ..model import ContractModel
 from ..oracles import ContractViolation, RecordedPipeline, Violation, accepted, check
-from ..rules import R11, R17, R23
+from ..rules import R11, R17, R22, R23
 from .budget import Budget
 from .verdicts import count_violation, differs, sent_violation
 from .watch import Counts
@@ -304,9 +304,22 @@ class Settling:
 
     def _oracles(self, what: str, *, quiescent: bool) -> None:
         violations = check(self.world.history, quiescent=quiescent, put_tries=self.put_tries)
+        violations[:0] = self._deaths()
         if violations:
             self._fail(what, violations)
         self._unless_accepted()
+
+    def _deaths(self) -> list[Violation]:
+        """R22 for the first of the adapters' threads that died of an uncaught exception:
+        the root of whatever its work left undone (the oracles' R11, R23 follow it)."""
+        return [
+            Violation(
+                R22,
+                f"the adapter's thread {name!r} died of {exc!r}: an exception from put, get "
+                "or build (or the adapter's own code) must never end a background thread",
+            )
+            for name, exc in self.world.deaths[:1]
+        ]
 
     def _unless_accepted(self) -> None:
         """End this example as telling nothing once its history showed a root cause a

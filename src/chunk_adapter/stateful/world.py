@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..bed.crashes import Crash, thread_crashes
 from ..bed.stack import LOOPBACK_STAGE, RECEIVER_STAGE, SENDER_STAGE, Bed
 from ..bed.waiting import call_in_thread
 from ..connectors import GatedBuilder
@@ -73,14 +74,25 @@ class World:
     def send_stage(self) -> int:
         return LOOPBACK_STAGE if self.loopback else SENDER_STAGE
 
+    deaths: list[Crash]
+    """The adapters' threads that died of an uncaught exception (R22), from the factory
+    call to :meth:`close`: threads started before the world was built are not its."""
+    hooks: contextlib.ExitStack
+
     @classmethod
     def build(cls, factory: AdapterFactory, *, loopback: bool = False) -> World:
         history = WatchedHistory()
         bed = Bed(consume_on_get=True, gated=True, faulty=True, record=history)
         builder = bed.builder()
-        sender, receiver = bed.pair(factory, build_payload=builder, loopback=loopback)
+        hooks = contextlib.ExitStack()
+        deaths = hooks.enter_context(thread_crashes(chain=True, since_now=True))
+        try:
+            sender, receiver = bed.pair(factory, build_payload=builder, loopback=loopback)
+        except BaseException:
+            hooks.close()
+            raise
         adapter = RecordedPipeline(sender, receiver, history)
-        return cls(history, bed, builder, sender, receiver, adapter)
+        return cls(history, bed, builder, sender, receiver, adapter, deaths, hooks)
 
     def close(self) -> None:
         """Open every gate and stop the adapters, each stop bounded; errors ignored."""
@@ -88,3 +100,4 @@ class World:
         for raw in [self.sender] if self.loopback else [self.sender, self.receiver]:
             with contextlib.suppress(Exception):  # after a failure, the failure is what matters
                 bounded(raw.stop, CLOSE_BOUND)
+        self.hooks.close()
