@@ -118,12 +118,14 @@ class Script:
         begin: int | str | None = None,
         thread: str = "recv",
         ident: int = 0,
+        fail: bool = False,
     ) -> None:
         b = self.begun[begin] if isinstance(begin, str) else begin
         b = b if b is not None else self.h.tick()
-        outcome = "none" if value is None else "ok"
+        outcome = "error" if fail else "none" if value is None else "ok"
+        error = "InjectedFault()" if fail else None
         end = self.h.tick()
-        self.h.append(ConnectorOp("get", key, value, outcome, None, b, end, thread, ident))
+        self.h.append(ConnectorOp("get", key, value, outcome, error, b, end, thread, ident))
 
     def sent(self, rid: str, items: list[tuple[Any, bool]]) -> None:
         """Save, build and put *items* of one request correctly, in order."""

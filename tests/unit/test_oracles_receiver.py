@@ -41,6 +41,16 @@ CASES = [
          [do.load("r"), do.put("r_1_0", "a"), do.put("r_1_1", "b", True),
           do.get("r_1_0"), do.poll({})],
          first("R23", quiescent=True, **NO_TRIES)),
+    case(("R13", "R23"), "fires-first-when-a-failed-get-is-never-tried-again",
+         # the get of chunk 0 failed and the registration never asked again: a failed get
+         # is retried later (R13), the root of chunk 0 never received (R23)
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0"), do.get("r_1_0", fail=True),
+          do.poll({})],
+         first("R13", quiescent=True, **NO_TRIES)),
+    case("R23", "a-failed-get-tried-again-leaves-r23",
+         [do.load("r"), do.put("r_1_0", "a"), do.get("r_1_0", fail=True), do.get("r_1_0"),
+          do.poll({})],
+         first("R23", quiescent=True, **NO_TRIES)),
     case(("R1", "R23"), "fires-when-sender-and-receiver-keys-disagree-on-the-stage",
          # put under stage 2, read under stage 1, nothing ever put under 1: the keys
          # disagree (R1), the root of the chunk never received (R23)

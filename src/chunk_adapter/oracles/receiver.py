@@ -467,7 +467,7 @@ class _Chain:
                 disagree = self._keys_disagree(p, parsed[1], n)
                 if disagree is not None:
                     return [disagree]
-                skipped = self._skipped(n, last_end)
+                skipped = self._skipped(n, last_end) or self._not_retried(n, last_end)
                 if skipped is not None:
                     return [skipped]
                 return [
@@ -480,6 +480,26 @@ class _Chain:
                     )
                 ]
         return []
+
+    def _not_retried(self, n: int, last_end: int) -> Violation | None:
+        """R13 where chunk *n* was put and never got: the registration's last get of it
+        failed and none came after (a failed get is retried later); R23 follows."""
+        tries = [
+            g
+            for g in self.gets
+            if g.begin > last_end and (parsed := split_key(g.key)) is not None and parsed[2] == n
+        ]
+        last = max(tries, key=lambda g: g.begin, default=None)
+        if last is None or last.outcome != "error":
+            return None
+        return Violation(
+            R13,
+            f"the get of chunk {n} ({last.key!r}) failed ({last.error}) and was never tried "
+            "again: a failed get is retried later (after quiescence)",
+            self.rid,
+            last.key,
+            also=(R23,),
+        )
 
     def _skipped(self, n: int, last_end: int) -> Violation | None:
         """R13 where chunk *n* was put and never got: this registration asked for a later
