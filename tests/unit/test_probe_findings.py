@@ -11,17 +11,19 @@ violation, always *inconclusive*, with where it came from.
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from chunk_adapter import ChunkAdapter
+from chunk_adapter import ChunkAdapter, examples
 from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.oracles import accepted
+from chunk_adapter.verify import probes
 from chunk_adapter.verify.leaks import Undecided
-from chunk_adapter.verify.probes import _finding
+from chunk_adapter.verify.probes import _finding, run_probes
 
 
 def _raised(fn: Any) -> Exception:
@@ -130,3 +132,54 @@ def test_under_a_baseline_accepting_what_kept_it_from_deciding_it_is_not_reached
     # and it survives the trip from a worker process
     again = pickle.loads(pickle.dumps(_undecided()))
     assert again.blocked_by == ("R23",) and str(again) == str(_undecided())
+
+
+class _SaveLoopDies(ChunkAdapter):
+    """Its SAVE thread dies at once of an error of its own: nothing is ever put."""
+
+    def _save_loop(self) -> None:
+        raise RuntimeError("the SAVE loop's own bug")
+
+
+class _BadCallBreaks(ChunkAdapter):
+    """A save_async that raised for an uncopyable object leaves the adapter refusing to
+    queue anything more (a flag set before the snapshot, never cleared)."""
+
+    broken = False
+
+    def save_async(self, request_id: str, obj: Any, is_final: bool) -> None:
+        if self.broken:
+            return
+        if isinstance(obj, type(threading.Lock())):
+            self.broken = True
+        super().save_async(request_id, obj, is_final)
+
+
+def _examples(factory: Any, check: str) -> Any:
+    (result,) = run_probes(factory, "verify", wants=lambda name: name == check)
+    return result
+
+
+@pytest.mark.rule("R22")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_check_that_fails_after_a_thread_died_names_r22_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The examples stage watches the adapters' threads: a SAVE thread that died is the
+    root of the final that never came (R22 first; the example's own R11 after it)."""
+    monkeypatch.setattr(examples, "ARRIVE", 1.0)
+    result = _examples(_SaveLoopDies, "example 2")
+    assert result.verdict == "fail", result
+    assert result.rules[:1] == ("R22",), result.rules
+    assert "died of RuntimeError" in result.evidence
+
+
+@pytest.mark.rule("R21")
+def test_a_rejected_call_that_breaks_the_adapter_is_r21(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A good final saved after the rejected calls is never put, and is on a fresh adapter
+    asked nothing bad: the rejected call changed the adapter (R21), not a lost put (R23)."""
+    monkeypatch.setattr(probes, "ARRIVE", 1.0)
+    result = _examples(_BadCallBreaks, "bad input")
+    assert result.verdict == "fail", result
+    assert result.rules[:1] == ("R21",), (result.rules, result.evidence)
+    assert _examples(ChunkAdapter, "bad input").verdict == "pass"

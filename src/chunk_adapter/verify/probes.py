@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from ..bed.crashes import thread_crashes
 from ..bed.stack import Bed, SlowFactory
 from ..bed.waiting import (
     STOP_RULES,
@@ -36,7 +37,7 @@ from ..history import BuildCall
 from ..oracles import accepted
 from ..oracles.violations import ContractViolation, rules_in_order
 from ..outcome import REFERENCE_PASSED, raised_by_suite, reference_also_failed, suite_error
-from ..rules import R7, R12, R16, R17, R18, R19, R21, R23, R24
+from ..rules import R7, R12, R16, R17, R18, R19, R21, R22, R23, R24
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_handoff import probe_prompt_handoff
@@ -61,7 +62,26 @@ def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
 
 
 def probe_bad_input(factory: AdapterFactory) -> None:
-    """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued."""
+    """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued,
+    nothing changed: a good final saved after them is put (when it is not, but it is on a
+    fresh adapter asked nothing bad first, the rejected calls changed the adapter: R21)."""
+    try:
+        _bad_input(factory, bad=True)
+    except Hang as hang:
+        if hang.call:
+            raise
+        try:
+            _bad_input(factory, bad=False)
+        except Hang:
+            raise hang from None  # no put without the bad calls either: not theirs
+        raise ContractViolation.of(
+            R21,
+            f"{hang.what} did not happen after the rejected calls, and does on a fresh "
+            "adapter asked nothing bad first: a call that raised changed the adapter",
+        ) from None
+
+
+def _bad_input(factory: AdapterFactory, *, bad: bool) -> None:
     bed = Bed(record=True)
     conn = bed.recording
     snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
@@ -78,7 +98,7 @@ def probe_bad_input(factory: AdapterFactory) -> None:
                 Exception,
             ),
         ]
-        for text, call, expected in calls:
+        for text, call, expected in calls if bad else []:
             try:
                 call_bounded(call, CALL, text)
             except expected:
@@ -294,6 +314,27 @@ def _probe_check(probe: Probe, rules: tuple[str, ...]) -> Check:
     return run
 
 
+def _watching(check: Check) -> Check:
+    """*check*, watching the threads the adapters start (``threading.excepthook``): when it
+    fails and one of them died of an uncaught exception, R22 is named first — the death is
+    the root of what the check then missed (a chunk never received, a put that never
+    came). A death in a check that passed changes nothing here (stress judges deaths)."""
+
+    def run(factory: AdapterFactory) -> Ran:
+        with thread_crashes(chain=True, since_now=True) as deaths:
+            verdict, evidence, rules, detail = check(factory)
+        if verdict != "fail" or not deaths:
+            return verdict, evidence, rules, detail
+        name, exc = deaths[0]
+        died = (
+            f"R22: the adapter's thread {name!r} died of {exc!r} (an exception from put, get "
+            "or build, or the adapter's own code, must never end a background thread)"
+        )
+        return verdict, f"{died}; then {evidence}", (R22, *(r for r in rules if r != R22)), detail
+
+    return run
+
+
 def _confirm(
     check: Check, factory: AdapterFactory, first: Finding
 ) -> tuple[Confirmed, dict[str, Ran]]:
@@ -340,9 +381,10 @@ def run_probes(
     every check runs.
     """
     checks: list[tuple[str, Check]] = [
-        (example.__name__.replace("_", " "), _example_check(example)) for example in EXAMPLES
+        (example.__name__.replace("_", " "), _watching(_example_check(example)))
+        for example in EXAMPLES
     ]
-    checks += [(name, _probe_check(probe, rules)) for name, rules, probe in PROBES]
+    checks += [(name, _watching(_probe_check(probe, rules))) for name, rules, probe in PROBES]
     for name, check in checks:
         if not wants(name):  # the caller runs some checks alone
             continue
