@@ -105,3 +105,55 @@ def test_one_deadline_for_every_stuck_thread_of_an_adapter_R18() -> None:
     assert one.ok, one.describe()
     every = prompt_stop(stop_joins_each_thread, state="all_blocked", join_timeout=1.0)
     assert not every.ok and every.rules[0] == "R18", every.describe()
+
+
+class _PoolWorker:
+    """The reference adapter plus a daemon pool worker that ``stop()`` tells to go and does
+    not join (``executor.shutdown(wait=False)``'s way): the worker ends a moment after
+    ``stop()`` returned (after *linger* seconds, gated: never before ``stop()`` returned),
+    or, with *linger* ``None``, never."""
+
+    def __init__(self, connector: object, linger: float | None, **options: object) -> None:
+        import threading
+
+        from chunk_adapter.adapter import ChunkAdapter
+
+        self._inner = ChunkAdapter(connector, **options)  # type: ignore[arg-type]
+        self._linger = linger
+        # go: set by stop() once the adapter is stopped; the worker waits on it, then
+        # lingers. never: set only at the end of the test run (a worker that never ends).
+        self._go = threading.Event()
+        self._worker = threading.Thread(target=self._work, name="pool-worker-0", daemon=True)
+        self._worker.start()
+
+    def _work(self) -> None:
+        while not self._go.wait(60):
+            pass
+        if self._linger is not None:
+            time.sleep(self._linger)  # the pool's own wind-down, not a synchronisation
+        else:
+            _NEVER.wait(120)
+
+    def stop(self) -> None:
+        self._inner.stop()
+        self._go.set()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+_NEVER = __import__("threading").Event()
+
+
+@pytest.mark.rule("R18")
+def test_a_pool_worker_ending_just_after_stop_is_no_violation_but_one_that_stays_is() -> None:
+    """A worker told to go as stop() returns and ending a few milliseconds later harms
+    nothing (it read as R18, "threads still alive", on two outside asyncio designs); a
+    worker that stays is still R18."""
+    ending = prompt_stop(lambda c, **kw: _PoolWorker(c, 0.01, **kw), state="idle", seed=0)
+    assert ending.ok, ending.describe()
+    try:
+        staying = prompt_stop(lambda c, **kw: _PoolWorker(c, None, **kw), state="idle", seed=0)
+    finally:
+        _NEVER.set()
+    assert any("R18" in f.rules for f in staying.findings), staying.describe()
