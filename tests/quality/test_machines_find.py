@@ -16,12 +16,16 @@ Rerun one broken adapter by hand with, e.g.:
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from chunk_adapter import ChunkAdapter
+from chunk_adapter.connectors.base import ConnectorWrapper
 from chunk_adapter.oracles import ContractViolation
 from chunk_adapter.profiles import hypothesis_settings
 from chunk_adapter.stateful import make_machine
@@ -115,3 +119,52 @@ def test_a_thread_that_dies_is_named_r22_first() -> None:
             ),
         )
     assert info.value.rules[:1] == ["R22"], info.value
+
+
+class _CleanupWaitsForGet(ChunkAdapter):
+    """BUG (R3): ``cleanup_receiver`` waits (up to 1 s) for a get in flight to end, "so no
+    commit can follow" — a scheduler call waiting for the adapter's work."""
+
+    def __init__(self, connector: Any, **options: Any) -> None:
+        # idle: set while no get runs; cleared and set again by the RECV thread's gets,
+        # waited on by cleanup_receiver (the bug).
+        self.idle = threading.Event()
+        self.idle.set()
+        super().__init__(_Watched(connector, self.idle), **options)
+
+    def cleanup_receiver(self, request_id: str) -> None:
+        self.idle.wait(1.0)
+        super().cleanup_receiver(request_id)
+
+
+class _Watched(ConnectorWrapper):
+    def __init__(self, inner: Any, idle: threading.Event) -> None:
+        super().__init__(inner)
+        self.idle = idle
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        self.inner.put(key, value)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        self.idle.clear()
+        try:
+            return self.inner.get(key)  # type: ignore[no-any-return]
+        finally:
+            self.idle.set()
+
+
+@pytest.mark.rule("R3")
+def test_a_scheduler_call_that_waits_for_held_work_is_r3() -> None:
+    """A call made while a gate holds the adapter's get, that returns only when its own
+    timeout runs out, waited for that get: R3 (the machines timed no call but stop())."""
+    machine = make_machine(_CleanupWaitsForGet, liveness_timeout=LIVENESS)
+    with pytest.raises(ContractViolation) as info:
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                hypothesis_settings("quick"),
+                phases=[Phase.explicit, Phase.generate],
+                database=None,
+            ),
+        )
+    assert info.value.rules[:1] == ["R3"], info.value

@@ -93,8 +93,10 @@ class Script:
         fail: bool = False,
         value: Any = None,
         permanent: bool = False,
+        begin: int | str | None = None,
     ) -> None:
-        b = self.h.tick()
+        b = self.begun[begin] if isinstance(begin, str) else begin
+        b = b if b is not None else self.h.tick()
         v = value if value is not None else {"data": data, "finished": finished}
         self.h.append(
             ConnectorOp(

@@ -194,6 +194,25 @@ CASES = [
          [do.save("r", "a"), do.save("r", "end", True), do.build("r", "a"), do.put("r_1_0", "a"),
           do.build("r", "end", True, **FAIL)],
          first("R7", **QUIESCENT)),
+    # a final put a second time (a retry of a put that succeeded) reads as what it is, not
+    # as the next stream's final put with the wrong data (R6: a cancel used up)
+    case("R11", "fires-first-on-a-final-put-twice",
+         # the second put of r_1_0 began while the first was still in flight
+         [do.cancel("r"), do.save("r", "e1", True), do.start("p1"), do.save("r", "e2", True),
+          do.put("r_1_0", None, True), do.put("r_1_0", None, True, begin="p1"),
+          do.build("r", "e2", True), do.put("r_1_0", "e2", True)],
+         first("R11")),
+    case("R11", "fires-first-on-a-final-put-twice-the-stream-after-it-put-too",
+         # the second put of r_1_0 came after the first returned; the next stream's final
+         # is put after it, which the "next stream's final" reading leaves unexplained
+         [do.cancel("r"), do.save("r", "e1", True), do.put("r_1_0", None, True),
+          do.save("r", "e2", True), do.put("r_1_0", None, True), do.build("r", "e2", True),
+          do.put("r_1_0", "e2", True)],
+         first("R11")),
+    case("R6", "quiet-on-two-cancelled-streams-each-put-with-none",
+         [do.cancel("r"), do.save("r", "e1", True), do.put("r_1_0", None, True),
+          do.cancel("r"), do.save("r", "e2", True), do.put("r_1_0", None, True)],
+         quiet(**QUIESCENT)),
     case("R11", "a-final-never-built-nor-put-stays-r11",
          [do.save("r", "a"), do.save("r", None, True), do.build("r", "a"), do.put("r_1_0", "a")],
          first("R11", **QUIESCENT)),

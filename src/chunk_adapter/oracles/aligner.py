@@ -126,6 +126,8 @@ class Aligner:
         self.branches = [BRANCHES]  # alignments still to try, shared by every branch's copy
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
+        self.again_asked = -1  # index of the put :meth:`_again_or_not` read both ways
+        self.unaccounted = 0  # puts no save explained (every saved chunk accounted for)
         self.overtaken: frozenset[int] = frozenset()  # id() of finals put after a later chunk
         # Puts refused for good (R25: the error's ``permanent``) of the current stream: a
         # put of the same key and data after one is a retry R25 forbids; a final refused
@@ -173,6 +175,7 @@ class Aligner:
             if op.outcome != "ok" or id(op) in self.overtaken:
                 continue  # an overtaken final was reported where it was overtaken
             if self.stream_at >= len(self.streams):
+                self.unaccounted += 1
                 kind = "final" if is_final_put(op) else "non-final"
                 self.violation(
                     R11 if is_final_put(op) else R5,
@@ -182,6 +185,9 @@ class Aligner:
                 )
                 return
             self.index = index
+            if is_final_put(op) and self._put_again(op, index):
+                self._again_or_not(op, index)
+                return
             if is_final_put(op):
                 self._final(op)
             else:
@@ -212,6 +218,51 @@ class Aligner:
                 best = trial
         assert best is not None
         self.__dict__.update(best.__dict__)
+        self.aligned_rest = True
+
+    def _put_again(self, op: ConnectorOp, index: int) -> bool:
+        """Whether the final put *op* may be the request's previous successful put — a
+        final, of the same key and value — put again (a put retried while it went on to
+        succeed), not the next stream's final: then :meth:`_again_or_not` reads it both
+        ways."""
+        if index == self.again_asked or self.branches[0] <= 0:
+            return False
+        prev = next((p for p in reversed(self.puts[:index]) if p.outcome == "ok"), None)
+        return (
+            prev is not None
+            and is_final_put(prev)
+            and prev.key == op.key
+            and _equal(prev.value, op.value) is True
+        )
+
+    def _again_or_not(self, op: ConnectorOp, index: int) -> None:
+        """Align the rest with *op* as the next stream's final, and with *op* as the last
+        final put a second time (R11: exactly one final put per stream). The second reading
+        is kept only where it explains more: the first leaves more puts that no save
+        explains (the next stream's own final, put after the repeat), or *op* began while
+        the put it repeats was in flight and the second has fewer violations."""
+        prev = next(p for p in reversed(self.puts[:index]) if p.outcome == "ok")
+        trials: list[Aligner] = []
+        for again in (False, True):
+            self.branches[0] -= 1
+            trial = self._trial()
+            trial.again_asked = index
+            if again:
+                trial.violation(
+                    R11,
+                    f"the final chunk {op.key!r} was put a second time (the same value as the "
+                    "stream's final put before it): a stream gets exactly one final put",
+                    op.key,
+                )
+                trial._align_from(index + 1)
+            else:
+                trial._align_from(index)
+            trials.append(trial)
+        plain, again_ = trials
+        better = plain.unaccounted > again_.unaccounted or (
+            op.begin < prev.end and len(again_.out) < len(plain.out)
+        )
+        self.__dict__.update((again_ if better else plain).__dict__)
         self.aligned_rest = True
 
     def _trial(self) -> Aligner:

@@ -22,14 +22,19 @@ from ..connectors.gates import Gate
 from ..factory import AdapterFactory
 from ..model import ContractModel, ModelStopped
 from ..oracles import Violation, accepted
-from ..rules import R18, R19
+from ..rules import R3, R18, R19
 from .budget import Budget
 from .payloads import MUTATION, mutate
 from .settle import MARKER, SENTINEL, Settling, step
 from .verdicts import is_prefix, poll_violation
 from .world import STOP_BOUND, World, bounded
 
-__all__ = ["MARKER", "MUTATION", "SENTINEL", "Harness"]
+__all__ = ["MARKER", "MUTATION", "SENTINEL", "WAITED", "Harness"]
+
+WAITED = 0.5
+"""Seconds a scheduler call made while the adapter's work is held may take before it
+waited for that work (R3): calls that never wait take microseconds; a wait for a held
+call lasts until the call's own timeout (the join timeout, typically 1 s)."""
 
 
 class Harness(Settling):
@@ -153,7 +158,9 @@ class Harness(Settling):
         got: dict[str, list[dict[str, Any]]] = {}
         deadline = time.monotonic() + self.timeout
         while True:
+            held, start = self.save_gate is not None or self.recv_gate is not None, time.monotonic()
             ready = self.adapter.poll_ready()
+            self._waited(what, held, time.monotonic() - start)
             if not isinstance(ready, dict):
                 self._oracles(what, quiescent=False)  # names it: R15
             for rid, values in ready.items():
@@ -263,6 +270,22 @@ class Harness(Settling):
         self.world.close()
 
     # ---------------------------------------------------------------- helpers
+    def _waited(self, what: str, held: bool, took: float) -> None:
+        """R3: a scheduler call made while a gate holds the adapter's build, put or get
+        returns at once; one that took :data:`WAITED` seconds waited for the held work
+        (it can only end when that call does, or on a timeout of its own)."""
+        if held and took >= WAITED:
+            self._fail(
+                what,
+                [
+                    Violation(
+                        R3,
+                        f"{what} took {took:.2f}s while the adapter's work was held at a "
+                        "gate: a scheduler call never waits for a build, put or get",
+                    )
+                ],
+            )
+
     def _model(self, fn: Callable[[], object]) -> bool:
         try:
             fn()
@@ -271,8 +294,11 @@ class Harness(Settling):
         return False
 
     def _call(self, what: str, expect_stop: bool, fn: Callable[[], object]) -> None:
+        held = self.save_gate is not None or self.recv_gate is not None
+        start = time.monotonic()
         try:
             fn()
+            self._waited(what, held, time.monotonic() - start)
         except RuntimeError:
             if not expect_stop:
                 raise

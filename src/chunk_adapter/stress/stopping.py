@@ -20,9 +20,10 @@ deadline holds for all its stuck threads together, not one per thread), and with
 :data:`~chunk_adapter.stress.verdicts.FREE_STOP_BOUND` otherwise. Afterwards
 no adapter thread may be alive except the one blocked at the gate (an
 abandoned daemon), once the others had that bound again to end (a pool worker
-told to go as ``stop()`` returns gets there a moment later); a second ``stop()`` returns just as promptly; once the
-gate is opened the abandoned thread ends, and no put starts after the
-sender's ``stop()`` returned (the oracles check that on the recording).
+told to go as ``stop()`` returns gets there a moment later); a second
+``stop()`` returns just as promptly; once the gate is opened the abandoned
+thread ends, and no put starts after the sender's ``stop()`` returned (the
+oracles check that on the recording).
 """
 
 from __future__ import annotations
