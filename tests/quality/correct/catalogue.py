@@ -50,4 +50,14 @@ CORRECT: tuple[str, ...] = (
     "tests.quality.correct.sixth_pkg.mailbox:make",
     "tests.quality.correct.sixth_pkg.striped:make",
     "tests.quality.correct.sixth_pkg.timer_rounds:make",
+    # a seventh hold-out set's designs: no locks (GIL-atomic hand-offs); versioned
+    # optimistic reads; receive rounds on snapshots checked against a cleanup epoch
+    "tests.quality.correct.seventh_pkg.lockfree:make",
+    "tests.quality.correct.seventh_pkg.seqlock:make",
+    "tests.quality.correct.seventh_pkg.epochs:make",
+    # an eighth hold-out set's designs, each on an asyncio loop in a background thread:
+    # every call bridged into one loop; a task per stream; a task per chunk, chained
+    "tests.quality.correct.eighth_pkg.aio_bridge:make",
+    "tests.quality.correct.eighth_pkg.aio_lanes:make",
+    "tests.quality.correct.eighth_pkg.aio_chain:make",
 )
