@@ -57,7 +57,7 @@ from ..outcome import (
     reference_also_failed,
     suite_error,
 )
-from ..rules import R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R22, R23
+from ..rules import R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R22, R23
 from .budget import MARGIN, SHRINK_WAIT, Budget, FailingExample, finding_of, headline
 from .counterexample import as_pytest, cap_lines, other_output, steps_of
 from .minimize import Step, encode, minimize, parse, run_steps, same_failure, shown
@@ -67,7 +67,7 @@ __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
 
 # What the machines check (docs/stateful.md: not timing, not bad input).
 STATEFUL_RULES = (
-    R2, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R22, R23,
+    R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R22, R23,
 )  # fmt: skip
 NAME = "machines"
 """The stage's one check, under every profile and verdict."""
