@@ -42,9 +42,15 @@ def command(name: str) -> str:
 
 
 def run(name: str, *, shrink: bool) -> ContractViolation:
-    machine = make_machine(
-        getattr(broken_stateful, name), liveness_timeout=LIVENESS, reproduce=command(name)
-    )
+    return found_by_machines(getattr(broken_stateful, name), command(name), shrink=shrink)
+
+
+def found_by_machines(
+    factory: Any, reproduce: str = "", *, shrink: bool = False
+) -> ContractViolation:
+    """What the machines find on *factory* (quick profile, searched without a database;
+    shrunk when asked): it must fail."""
+    machine = make_machine(factory, liveness_timeout=LIVENESS, reproduce=reproduce)
     phases = [Phase.explicit, Phase.generate] + ([Phase.shrink] if shrink else [])
     with pytest.raises(ContractViolation) as info:
         run_state_machine_as_test(
@@ -108,17 +114,8 @@ def test_a_thread_that_dies_is_named_r22_first() -> None:
     its death leaves undone; they named R23 ("a chunk saved after this step was not put")."""
     from tests.quality import broken_stress
 
-    machine = make_machine(broken_stress.save_dies_on_put_error, liveness_timeout=LIVENESS)
-    with pytest.raises(ContractViolation) as info:
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                hypothesis_settings("quick"),
-                phases=[Phase.explicit, Phase.generate],
-                database=None,
-            ),
-        )
-    assert info.value.rules[:1] == ["R22"], info.value
+    found = found_by_machines(broken_stress.save_dies_on_put_error)
+    assert found.rules[:1] == ["R22"], found
 
 
 class _CleanupWaitsForGet(ChunkAdapter):
@@ -157,14 +154,5 @@ class _Watched(ConnectorWrapper):
 def test_a_scheduler_call_that_waits_for_held_work_is_r3() -> None:
     """A call made while a gate holds the adapter's get, that returns only when its own
     timeout runs out, waited for that get: R3 (the machines timed no call but stop())."""
-    machine = make_machine(_CleanupWaitsForGet, liveness_timeout=LIVENESS)
-    with pytest.raises(ContractViolation) as info:
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                hypothesis_settings("quick"),
-                phases=[Phase.explicit, Phase.generate],
-                database=None,
-            ),
-        )
-    assert info.value.rules[:1] == ["R3"], info.value
+    found = found_by_machines(_CleanupWaitsForGet)
+    assert found.rules[:1] == ["R3"], found
