@@ -48,7 +48,7 @@ from chunk_adapter.explore.stages.simulate import run_stage  # noqa: E402
 from chunk_adapter.factory import load_factory, reference_factory  # noqa: E402
 from chunk_adapter.oracles.inputs import REJECTS  # noqa: E402
 from chunk_adapter.outcome import StageContext  # noqa: E402
-from chunk_adapter.verify.probes import probe_bad_input  # noqa: E402
+from chunk_adapter.verify.probes_input import probe_bad_input  # noqa: E402
 from tests.quality.correct.queue_fifo import QueueChunkAdapter  # noqa: E402
 
 KNOWN = ("stage_id", "src_stage_id", "build_payload", "put_tries", "join_timeout")

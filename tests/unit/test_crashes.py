@@ -41,3 +41,58 @@ def test_every_thread_is_collected_by_default() -> None:
         go.set()
         old.join(10)
     assert [name for name, _ in deaths] == ["left-over"], deaths
+
+
+def _raises(exc: BaseException, name: str) -> None:
+    def run() -> None:
+        raise exc
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    thread.join(10)
+
+
+@pytest.mark.rule("R22")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_thread_ending_with_systemexit_is_no_death() -> None:
+    """SystemExit ends a thread quietly, as Python's own hook reads it."""
+    with thread_crashes(chain=False, since_now=True) as deaths:
+        _raises(SystemExit(0), "exits")
+        _raises(ValueError("boom"), "dies")
+    assert [name for name, _ in deaths] == ["dies"], deaths
+
+
+@pytest.mark.rule("R22")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_collectors_closed_out_of_order_each_see_only_their_time() -> None:
+    """Two collectors open at once, the first closed first: the second still collects, the
+    first collects nothing more, and neither collects once both are closed."""
+    first = thread_crashes(chain=False)
+    second = thread_crashes(chain=False)
+    a = first.__enter__()
+    b = second.__enter__()
+    first.__exit__(None, None, None)
+    _raises(ValueError("after the first closed"), "late")
+    second.__exit__(None, None, None)
+    assert a == [] and [name for name, _ in b] == ["late"], (a, b)
+    _raises(ValueError("after both"), "after")
+    assert a == [] and len(b) == 1
+
+
+@pytest.mark.rule("R22")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_world_judges_the_deaths_before_stop_only() -> None:
+    """The machines judge a thread death before stop() began (as stress does); one while
+    the adapters are being stopped, or after, breaks nothing the contract says."""
+    from chunk_adapter.factory import REFERENCE, load_factory
+    from chunk_adapter.stateful.world import World
+
+    world = World.build(load_factory(REFERENCE))
+    try:
+        _raises(ValueError("while running"), "running")
+        world.stopping()
+        _raises(ValueError("while stopping"), "stopping")
+        assert [name for name, _ in world.deaths] == ["running"], world.deaths
+        assert len(world.crashes) == 2
+    finally:
+        world.close()

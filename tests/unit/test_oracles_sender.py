@@ -332,3 +332,48 @@ CASES = [
 @pytest.mark.parametrize("phases", CASES)
 def test_sender_rule(phases: Any) -> None:
     play(phases)
+
+
+@pytest.mark.rule("R5", "R10", "R11")
+def test_many_repeated_finals_leave_the_equal_data_branches_their_budget() -> None:
+    """Twenty streams that are one final each, all put with the same key and value (a
+    correct history), then equal-data saves whose first is dropped after its failed tries:
+    reading the repeats both ways spent the budget of the equal-data branches, so the drop
+    read as R10 and R5 past 16 such streams. A review's find."""
+    from chunk_adapter.oracles import check
+    from tests.unit._history_script import Script
+
+    s = Script()
+    for _ in range(20):
+        s.save("r", "f", True)
+        s.build("r", "f", True)
+        s.put("r_1_0", "f", True)
+    s.save("r", [0, 3])
+    s.build("r", [0, 3])
+    for _ in range(3):
+        s.put("r_1_0", [0, 3], fail=True)
+    s.save("r", [0, 3])
+    s.save("r", "end", True)
+    s.build("r", [0, 3])
+    s.put("r_1_0", [0, 3])
+    s.build("r", "end", True)
+    s.put("r_1_1", "end", True)
+    assert check(s.h, quiescent=True, put_tries=3) == []
+
+
+@pytest.mark.rule("R7", "R8", "R11")
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_lost_final_is_not_blamed_on_the_build_of_the_final_before_it(fail: bool) -> None:
+    """Stream 1's final built to None (or failing) and put with None, stream 2's final
+    built and never put: R11, not stream 1's build (R8, R7). A review's find."""
+    from chunk_adapter.oracles import check
+    from tests.unit._history_script import Script
+
+    s = Script()
+    s.save("r", None, True)
+    s.save("r", "b", True)
+    s.build("r", None, True, fail=fail)
+    s.put("r_1_0", None, True)
+    s.build("r", "b", True)
+    found = check(s.h, quiescent=True, put_tries=None)
+    assert [v.rule for v in found][:1] == ["R11"], found

@@ -21,7 +21,7 @@ from chunk_adapter import ChunkAdapter, examples
 from chunk_adapter.bed.waiting import Hang
 from chunk_adapter.connectors import MemoryConnector
 from chunk_adapter.oracles import accepted
-from chunk_adapter.verify import probes
+from chunk_adapter.verify import probes_input
 from chunk_adapter.verify.leaks import Undecided
 from chunk_adapter.verify.probes import _finding, run_probes
 
@@ -178,7 +178,7 @@ def test_a_check_that_fails_after_a_thread_died_names_r22_first(
 def test_a_rejected_call_that_breaks_the_adapter_is_r21(monkeypatch: pytest.MonkeyPatch) -> None:
     """A good final saved after the rejected calls is never put, and is on a fresh adapter
     asked nothing bad: the rejected call changed the adapter (R21), not a lost put (R23)."""
-    monkeypatch.setattr(probes, "ARRIVE", 1.0)
+    monkeypatch.setattr(probes_input, "ARRIVE", 1.0)
     result = _examples(_BadCallBreaks, "bad input")
     assert result.verdict == "fail", result
     assert result.rules[:1] == ("R21",), (result.rules, result.evidence)

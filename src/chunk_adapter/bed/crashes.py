@@ -34,16 +34,21 @@ def thread_crashes(*, chain: bool, since_now: bool = False) -> Iterator[list[Cra
     died: list[Crash] = []
     previous = threading.excepthook
     before = set(threading.enumerate()) if since_now else set()  # by identity: ids are reused
+    active = [True]  # cleared on exit: a hook left installed (see below) collects nothing more
 
     def hook(args: threading.ExceptHookArgs) -> None:
         thread = args.thread
-        if thread is None or thread not in before:
+        ours = thread is None or thread not in before
+        # SystemExit ends a thread as Python's own hook reads it: quietly, no crash
+        if active[0] and ours and not isinstance(args.exc_value, SystemExit):
             died.append((thread.name if thread is not None else "?", args.exc_value))
-        if chain:
+        if chain or not active[0]:
             previous(args)
 
     threading.excepthook = hook
     try:
         yield died
     finally:
-        threading.excepthook = previous
+        active[0] = False
+        if threading.excepthook is hook:  # else a later collector chains to this one: stay
+            threading.excepthook = previous

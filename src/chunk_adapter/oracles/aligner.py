@@ -94,6 +94,10 @@ saves share, so real histories have one or two."""
 CANDIDATES = 3
 """Equal-data saves tried for one put: the earliest few (a put more than two saves ahead
 of its own would leave those between unexplained anyway)."""
+REPEATS = 8
+"""How many finals put again (:meth:`Aligner._again_or_not`) one request may read both ways
+in all, apart from :data:`BRANCHES`; the second reading is tried only where the first
+found a violation. Past it, a repeat is read as the next stream's final."""
 
 
 class Aligner:
@@ -127,6 +131,7 @@ class Aligner:
         self.index = 0  # index in self.puts of the put being aligned
         self.aligned_rest = False  # a branch has aligned every put after it
         self.again_asked = -1  # index of the put :meth:`_again_or_not` read both ways
+        self.repeats = [REPEATS]  # readings :meth:`_again_or_not` may still try (shared)
         self.unaccounted = 0  # puts no save explained (every saved chunk accounted for)
         self.overtaken: frozenset[int] = frozenset()  # id() of finals put after a later chunk
         # Puts refused for good (R25: the error's ``permanent``) of the current stream: a
@@ -225,7 +230,7 @@ class Aligner:
         final, of the same key and value — put again (a put retried while it went on to
         succeed), not the next stream's final: then :meth:`_again_or_not` reads it both
         ways."""
-        if index == self.again_asked or self.branches[0] <= 0:
+        if index == self.again_asked or self.repeats[0] <= 0:
             return False
         prev = next((p for p in reversed(self.puts[:index]) if p.outcome == "ok"), None)
         return (
@@ -244,7 +249,9 @@ class Aligner:
         prev = next(p for p in reversed(self.puts[:index]) if p.outcome == "ok")
         trials: list[Aligner] = []
         for again in (False, True):
-            self.branches[0] -= 1
+            if again and len(trials[0].out) == len(self.out):
+                break  # the plain reading found nothing more: it stands, nothing to ask
+            self.repeats[0] -= 1
             trial = self._trial()
             trial.again_asked = index
             if again:
@@ -258,7 +265,7 @@ class Aligner:
             else:
                 trial._align_from(index)
             trials.append(trial)
-        plain, again_ = trials
+        plain, again_ = trials[0], trials[-1]
         better = plain.unaccounted > again_.unaccounted or (
             op.begin < prev.end and len(again_.out) < len(plain.out)
         )
@@ -860,7 +867,16 @@ class Aligner:
         R7 (a final whose build failed is put with data ``None``)."""
         what = f"the final chunk saved from {final.args[0]!r} was never put"
         quiet = "(after quiescence, adapter running)"
-        built = next((b for b in self.builds if b.is_final and b.begin > final.begin), None)
+        built = next(
+            (
+                b
+                for b in self.builds
+                if b.is_final
+                and b.begin > final.begin
+                and _equal(b.snapshot, final.args[0]) is True
+            ),
+            None,
+        )  # the first final build of this final's snapshot after it was saved
         if built is not None and built.outcome == "ok" and built.result is None:
             rule, why = R8, "its build returned None: a final chunk is put whatever its payload"
         elif built is not None and built.outcome != "ok":

@@ -484,10 +484,16 @@ class _Chain:
     def _not_retried(self, n: int, last_end: int) -> Violation | None:
         """R13 where chunk *n* was put and never got: the registration's last get of it
         failed and none came after (a failed get is retried later); R23 follows."""
+        cleanup = self.reg.cleanup
         tries = [
             g
             for g in self.gets
-            if g.begin > last_end and (parsed := split_key(g.key)) is not None and parsed[2] == n
+            if g.begin > last_end
+            and (parsed := split_key(g.key)) is not None
+            and parsed[2] == n
+            and id(g) not in self.stale
+            and id(g) not in self.late
+            and (cleanup is None or g.begin < cleanup.begin)
         ]
         last = max(tries, key=lambda g: g.begin, default=None)
         if last is None or last.outcome != "error":

@@ -75,7 +75,11 @@ class Harness(Settling):
         self._markers = 0
         self._failed_puts_settled = 0
         self.history.counts.sentinel_key = self.model.key(SENTINEL, 0, receiver=True)
-        self.load(SENTINEL)
+        try:
+            self.load(SENTINEL)
+        except BaseException:  # no harness to close this world: close it here
+            self.world.close()
+            raise
 
     # ---------------------------------------------------------- scheduler calls
     @step
@@ -181,6 +185,7 @@ class Harness(Settling):
         within :data:`~.world.STOP_BOUND` is reported (R18), not waited for."""
         what = "stop()"
         self.steps.append(what)
+        self.world.stopping()
         self.model.stop()
         returned, error = bounded(self.adapter.stop, STOP_BOUND)
         if not returned:
@@ -298,7 +303,6 @@ class Harness(Settling):
         start = time.monotonic()
         try:
             fn()
-            self._waited(what, held, time.monotonic() - start)
         except RuntimeError:
             if not expect_stop:
                 raise
@@ -309,3 +313,5 @@ class Harness(Settling):
                     [Violation(R19, f"{what} after stop() raised {exc!r}, not RuntimeError")],
                 )
             raise
+        else:
+            self._waited(what, held, time.monotonic() - start)

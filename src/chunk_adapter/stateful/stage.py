@@ -65,7 +65,8 @@ from .reproduce import STATEFUL
 
 __all__ = ["NAME", "STATEFUL_RULES", "plan", "run_stage"]
 
-# What the machines check (docs/stateful.md: not timing, not bad input).
+# What the machines check (docs/stateful.md: not pacing, not bad input; R3's timing only
+# for a call made while a gate holds the adapter's work).
 STATEFUL_RULES = (
     R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R19, R22, R23,
 )  # fmt: skip

@@ -74,10 +74,23 @@ class World:
     def send_stage(self) -> int:
         return LOOPBACK_STAGE if self.loopback else SENDER_STAGE
 
-    deaths: list[Crash]
-    """The adapters' threads that died of an uncaught exception (R22), from the factory
-    call to :meth:`close`: threads started before the world was built are not its."""
+    crashes: list[Crash]
+    """The threads started since the world was built that died of an uncaught exception,
+    from the factory call to :meth:`close` (:attr:`deaths` is what is judged of them)."""
     hooks: contextlib.ExitStack
+    judged_until: int | None = None  # len(crashes) when stop() began (None: not yet)
+
+    @property
+    def deaths(self) -> list[Crash]:
+        """The adapters' thread deaths that are judged (R22): those before ``stop()`` began,
+        as stress judges them; a thread that ends badly while being stopped breaks nothing
+        the contract says."""
+        return self.crashes[: self.judged_until]
+
+    def stopping(self) -> None:
+        """``stop()`` begins: deaths from here on are not judged."""
+        if self.judged_until is None:
+            self.judged_until = len(self.crashes)
 
     @classmethod
     def build(cls, factory: AdapterFactory, *, loopback: bool = False) -> World:

@@ -11,7 +11,6 @@ too. The stage reads rules from these exceptions' data, never from their message
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -41,6 +40,7 @@ from ..rules import R7, R12, R16, R17, R18, R19, R21, R22, R23, R24
 from ..stress.verdicts import UNKNOWN_JOIN_STOP_BOUND
 from .leaks import Undecided, probe_bounded_state
 from .probes_handoff import probe_prompt_handoff
+from .probes_input import probe_bad_input
 from .probes_throughput import probe_independent_builds, probe_quiet_polling
 from .result import CheckResult
 
@@ -59,61 +59,6 @@ Check = Callable[[AdapterFactory], Ran]
 
 def _got_ok_get(conn: RecordingConnector, key: str) -> bool:
     return any(op.op == "get" and op.key == key and op.outcome == "ok" for op in conn.ops())
-
-
-def probe_bad_input(factory: AdapterFactory) -> None:
-    """R21: bad ids, bad finals and un-snapshottable objects fail at the call; nothing queued,
-    nothing changed: a good final saved after them is put (when it is not, but it is on a
-    fresh adapter asked nothing bad first, the rejected calls changed the adapter: R21)."""
-    try:
-        _bad_input(factory, bad=True)
-    except Hang as hang:
-        if hang.call:
-            raise
-        try:
-            _bad_input(factory, bad=False)
-        except Hang:
-            raise hang from None  # no put without the bad calls either: not theirs
-        raise ContractViolation.of(
-            R21,
-            f"{hang.what} did not happen after the rejected calls, and does on a fresh "
-            "adapter asked nothing bad first: a call that raised changed the adapter",
-        ) from None
-
-
-def _bad_input(factory: AdapterFactory, *, bad: bool) -> None:
-    bed = Bed(record=True)
-    conn = bed.recording
-    snd = bed.adapter(factory, bound=FACTORY, stage_id=0)
-    with stopping(snd, seconds=CALL):
-        calls: list[tuple[str, Callable[[], Any], type[BaseException]]] = [
-            ("save_async(123, 'x', False)", lambda: snd.save_async(123, "x", False), TypeError),  # type: ignore[arg-type]
-            ("save_async('b', 'x', 1)", lambda: snd.save_async("b", "x", 1), TypeError),  # type: ignore[arg-type]
-            ("cancel_sender(None)", lambda: snd.cancel_sender(None), TypeError),  # type: ignore[arg-type]
-            ("load_async(4.5)", lambda: snd.load_async(4.5), TypeError),  # type: ignore[arg-type]
-            ("cleanup_receiver(b'r')", lambda: snd.cleanup_receiver(b"r"), TypeError),  # type: ignore[arg-type]
-            (
-                "save_async('b', <a lock>, False)",
-                lambda: snd.save_async("b", threading.Lock(), False),
-                Exception,
-            ),
-        ]
-        for text, call, expected in calls if bad else []:
-            try:
-                call_bounded(call, CALL, text)
-            except expected:
-                continue
-            raise ContractViolation.of(R21, f"{text} did not raise {expected.__name__} at the call")
-        call_bounded(
-            lambda: snd.save_async("b", "good", True), CALL, "save_async('b', 'good', True)"
-        )
-        wait_until(lambda: bool(conn.puts), ARRIVE, "the put of b's good final")
-        if conn.puts[0] != "b_0_0":
-            raise ContractViolation.of(
-                R21,
-                f"after rejected calls the first put was {conn.puts[0]!r}, not 'b_0_0': "
-                "a rejected save_async queued something",
-            )
 
 
 def probe_stop(factory: AdapterFactory) -> None:
