@@ -15,10 +15,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Crash", "thread_crashes"]
+__all__ = ["Crash", "died", "thread_crashes"]
 
 Crash = tuple[str, BaseException | None]
 """``(thread name, the exception it died of)``."""
+
+
+def died(crash: Crash) -> str:
+    """What a thread's death breaks, in words (R22): the one wording every driver uses."""
+    name, exc = crash
+    return (
+        f"the adapter's thread {name!r} died of {exc!r}: an exception from put, get or build "
+        "(or the adapter's own code) must never end a background thread"
+    )
 
 
 @contextmanager

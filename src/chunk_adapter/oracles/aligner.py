@@ -225,6 +225,10 @@ class Aligner:
         self.__dict__.update(best.__dict__)
         self.aligned_rest = True
 
+    def _last_ok_before(self, index: int) -> ConnectorOp | None:
+        """The request's last successful put before the put at *index*."""
+        return next((p for p in reversed(self.puts[:index]) if p.outcome == "ok"), None)
+
     def _put_again(self, op: ConnectorOp, index: int) -> bool:
         """Whether the final put *op* may be the request's previous successful put — a
         final, of the same key and value — put again (a put retried while it went on to
@@ -232,7 +236,7 @@ class Aligner:
         ways."""
         if index == self.again_asked or self.repeats[0] <= 0:
             return False
-        prev = next((p for p in reversed(self.puts[:index]) if p.outcome == "ok"), None)
+        prev = self._last_ok_before(index)
         return (
             prev is not None
             and is_final_put(prev)
@@ -246,7 +250,8 @@ class Aligner:
         is kept only where it explains more: the first leaves more puts that no save
         explains (the next stream's own final, put after the repeat), or *op* began while
         the put it repeats was in flight and the second has fewer violations."""
-        prev = next(p for p in reversed(self.puts[:index]) if p.outcome == "ok")
+        prev = self._last_ok_before(index)
+        assert prev is not None  # _put_again found it
         trials: list[Aligner] = []
         for again in (False, True):
             if again and len(trials[0].out) == len(self.out):

@@ -162,7 +162,7 @@ class Harness(Settling):
         got: dict[str, list[dict[str, Any]]] = {}
         deadline = time.monotonic() + self.timeout
         while True:
-            held, start = self.save_gate is not None or self.recv_gate is not None, time.monotonic()
+            held, start = self._holding, time.monotonic()
             ready = self.adapter.poll_ready()
             self._waited(what, held, time.monotonic() - start)
             if not isinstance(ready, dict):
@@ -275,6 +275,11 @@ class Harness(Settling):
         self.world.close()
 
     # ---------------------------------------------------------------- helpers
+    @property
+    def _holding(self) -> bool:
+        """Whether a gate holds the adapter's build, put or get right now."""
+        return self.save_gate is not None or self.recv_gate is not None
+
     def _waited(self, what: str, held: bool, took: float) -> None:
         """R3: a scheduler call made while a gate holds the adapter's build, put or get
         returns at once; one that took :data:`WAITED` seconds waited for the held work
@@ -299,8 +304,7 @@ class Harness(Settling):
         return False
 
     def _call(self, what: str, expect_stop: bool, fn: Callable[[], object]) -> None:
-        held = self.save_gate is not None or self.recv_gate is not None
-        start = time.monotonic()
+        held, start = self._holding, time.monotonic()
         try:
             fn()
         except RuntimeError:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar, cast
 from hypothesis import reject
 from hypothesis.errors import UnsatisfiedAssumption
 
+from ..bed.crashes import died
 from ..connectors.gates import Gate
 from ..history import ConnectorOp
 from ..model import ContractModel
@@ -312,14 +313,7 @@ class Settling:
     def _deaths(self) -> list[Violation]:
         """R22 for the first of the adapters' threads that died of an uncaught exception:
         the root of whatever its work left undone (the oracles' R11, R23 follow it)."""
-        return [
-            Violation(
-                R22,
-                f"the adapter's thread {name!r} died of {exc!r}: an exception from put, get "
-                "or build (or the adapter's own code) must never end a background thread",
-            )
-            for name, exc in self.world.deaths[:1]
-        ]
+        return [Violation(R22, died(crash)) for crash in self.world.deaths[:1]]
 
     def _unless_accepted(self) -> None:
         """End this example as telling nothing once its history showed a root cause a

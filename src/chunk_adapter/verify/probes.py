@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from ..bed.crashes import thread_crashes
+from ..bed.crashes import died, thread_crashes
 from ..bed.stack import Bed, SlowFactory
 from ..bed.waiting import (
     STOP_RULES,
@@ -270,12 +270,8 @@ def _watching(check: Check) -> Check:
             verdict, evidence, rules, detail = check(factory)
         if verdict != "fail" or not deaths:
             return verdict, evidence, rules, detail
-        name, exc = deaths[0]
-        died = (
-            f"R22: the adapter's thread {name!r} died of {exc!r} (an exception from put, get "
-            "or build, or the adapter's own code, must never end a background thread)"
-        )
-        return verdict, f"{died}; then {evidence}", (R22, *(r for r in rules if r != R22)), detail
+        first = f"R22: {died(deaths[0])}"
+        return verdict, f"{first}; then {evidence}", (R22, *(r for r in rules if r != R22)), detail
 
     return run
 
